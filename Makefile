@@ -1,0 +1,38 @@
+# tjit — two commands do all the set-up and work on a fresh Debian 12 machine:
+#   make demo   trace an example model, print its IR, replay it, show timings
+#   make test   build and run the whole test suite, normally and under ASan+UBSan
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build build-asan demo test test-release test-asan bench clean
+
+all: build
+
+deps:
+	@sh tools/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR)
+
+build-asan: deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJIT_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(ASAN_DIR)
+
+demo: build
+	$(BUILD_DIR)/example_demo
+
+test-release: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j2
+
+test-asan: build-asan
+	cd $(ASAN_DIR) && ctest --output-on-failure -j2
+
+test: test-release test-asan
+
+bench: build
+	@for b in $(BUILD_DIR)/bench_*; do echo "== $$b"; $$b || exit 1; done
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,220 @@
+/* pointwise.c — CPU kernels of the pointwise rows of ops.def. For every row
+ * and every compute dtype its rule allows, a typed loop is generated from the
+ * row's expression; the loops run on tjcpu_iter. */
+#include "core/pw_math.h"
+#include "cpu.h"
+
+static inline float cvt_f32(double v) { return (float)v; }
+static inline double cvt_f64(double v) { return v; }
+static inline int64_t cvt_i64(double v) {
+    if (v != v) return 0; /* a NaN parameter means "none"; never used as a number */
+    if (v >= 9.2e18) return INT64_MAX;
+    if (v <= -9.2e18) return INT64_MIN;
+    return (int64_t)v;
+}
+static inline bool cvt_b8(double v) { return v != 0; }
+
+/* Inner runs: a contiguous fast path (vectorised), broadcast-scalar paths for
+ * binary ops, and a general strided path. */
+#define PW_BODY_1(expr)                                                             \
+    O *restrict o_ = (O *)ptr[0];                                                   \
+    const T *restrict x_ = (const T *)ptr[1];                                       \
+    if (st[0] == sizeof(O) && st[1] == sizeof(T)) {                                 \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = x_[i];                                                      \
+            o_[i] = (O)(expr);                                                      \
+        }                                                                           \
+    } else {                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = *(const T *)(ptr[1] + i * st[1]);                           \
+            *(O *)(ptr[0] + i * st[0]) = (O)(expr);                                 \
+        }                                                                           \
+    }
+
+#define PW_BODY_2(expr)                                                             \
+    O *restrict o_ = (O *)ptr[0];                                                   \
+    const T *restrict x_ = (const T *)ptr[1];                                       \
+    const T *restrict y_ = (const T *)ptr[2];                                       \
+    if (st[0] == sizeof(O) && st[1] == sizeof(T) && st[2] == sizeof(T)) {           \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = x_[i], b = y_[i];                                           \
+            o_[i] = (O)(expr);                                                      \
+        }                                                                           \
+    } else if (st[0] == sizeof(O) && st[1] == sizeof(T) && st[2] == 0) {            \
+        const T b = *y_;                                                            \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = x_[i];                                                      \
+            o_[i] = (O)(expr);                                                      \
+        }                                                                           \
+    } else if (st[0] == sizeof(O) && st[1] == 0 && st[2] == sizeof(T)) {            \
+        const T a = *x_;                                                            \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T b = y_[i];                                                      \
+            o_[i] = (O)(expr);                                                      \
+        }                                                                           \
+    } else {                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = *(const T *)(ptr[1] + i * st[1]);                           \
+            const T b = *(const T *)(ptr[2] + i * st[2]);                           \
+            *(O *)(ptr[0] + i * st[0]) = (O)(expr);                                 \
+        }                                                                           \
+    }
+
+#define PW_BODY_3(expr)                                                             \
+    O *restrict o_ = (O *)ptr[0];                                                   \
+    const T *restrict x_ = (const T *)ptr[1];                                       \
+    const T *restrict y_ = (const T *)ptr[2];                                       \
+    const T *restrict z_ = (const T *)ptr[3];                                       \
+    if (st[0] == sizeof(O) && st[1] == sizeof(T) && st[2] == sizeof(T) &&           \
+        st[3] == sizeof(T)) {                                                       \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = x_[i], b = y_[i], c = z_[i];                                \
+            o_[i] = (O)(expr);                                                      \
+        }                                                                           \
+    } else {                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const T a = *(const T *)(ptr[1] + i * st[1]);                           \
+            const T b = *(const T *)(ptr[2] + i * st[2]);                           \
+            const T c = *(const T *)(ptr[3] + i * st[3]);                           \
+            *(O *)(ptr[0] + i * st[0]) = (O)(expr);                                 \
+        }                                                                           \
+    }
+
+#define PW_LOOP(id, sfx, T_, O_, arity, expr)                                       \
+    static void pw_##id##_##sfx(int64_t n, char **ptr, const int64_t *st,           \
+                                const void *ctx) {                                  \
+        typedef T_ T;                                                               \
+        typedef O_ O;                                                               \
+        const double *prm = ctx;                                                    \
+        const T p0 = cvt_##sfx(prm[0]), p1 = cvt_##sfx(prm[1]);                     \
+        (void)p0;                                                                   \
+        (void)p1;                                                                   \
+        PW_BODY_##arity(expr)                                                       \
+    }
+
+/* Which compute dtypes each rule generates loops for. */
+#define LOOPS_TJC_PW_ARITH(id, ar, e)                                              \
+    PW_LOOP(id, f32, float, float, ar, e)                                           \
+    PW_LOOP(id, f64, double, double, ar, e)                                         \
+    PW_LOOP(id, i64, int64_t, int64_t, ar, e)
+#define LOOPS_TJC_PW_ARITH_FS LOOPS_TJC_PW_ARITH
+#define LOOPS_TJC_PW_FLOAT(id, ar, e)                                              \
+    PW_LOOP(id, f32, float, float, ar, e)                                           \
+    PW_LOOP(id, f64, double, double, ar, e)
+#define LOOPS_TJC_PW_COMPARE(id, ar, e)                                            \
+    PW_LOOP(id, f32, float, bool, ar, e)                                            \
+    PW_LOOP(id, f64, double, bool, ar, e)                                           \
+    PW_LOOP(id, i64, int64_t, bool, ar, e)                                          \
+    PW_LOOP(id, b8, bool, bool, ar, e)
+#define LOOPS_TJC_PW_LOGICAL(id, ar, e) PW_LOOP(id, b8, bool, bool, ar, e)
+#define LOOPS_TJC_PW_SELECT(id, ar, e)                                             \
+    PW_LOOP(id, f32, float, float, ar, e)                                           \
+    PW_LOOP(id, f64, double, double, ar, e)                                         \
+    PW_LOOP(id, i64, int64_t, int64_t, ar, e)                                       \
+    PW_LOOP(id, b8, bool, bool, ar, e)
+
+#define TJ_OP(id, name, schema, kind, infer, cpu)
+#define TJ_POINTWISE(id, name, schema, rule, arity, expr) LOOPS_##rule(id, arity, expr)
+#define TJ_POINTWISE_SCALAR(id, name, schema, base)
+#define TJ_INPLACE(id, name, base)
+#include "core/ops.def"
+
+#define TABLE_TJC_PW_ARITH(id) \
+    [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64, [TJ_I64] = pw_##id##_i64},
+#define TABLE_TJC_PW_ARITH_FS TABLE_TJC_PW_ARITH
+#define TABLE_TJC_PW_FLOAT(id) [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64},
+#define TABLE_TJC_PW_COMPARE(id)                                                    \
+    [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64,             \
+                    [TJ_I64] = pw_##id##_i64, [TJ_BOOL] = pw_##id##_b8},
+#define TABLE_TJC_PW_LOGICAL(id) [TJ_OP_##id] = {[TJ_BOOL] = pw_##id##_b8},
+#define TABLE_TJC_PW_SELECT TABLE_TJC_PW_COMPARE
+
+static const tjcpu_loop_fn pw_loops[TJ_OP__COUNT][TJ_NUM_DTYPES] = {
+#define TJ_OP(id, name, schema, kind, infer, cpu)
+#define TJ_POINTWISE(id, name, schema, rule, arity, expr) TABLE_##rule(id)
+#define TJ_POINTWISE_SCALAR(id, name, schema, base)
+#define TJ_INPLACE(id, name, base)
+#include "core/ops.def"
+};
+
+/* The expression's parameters p0, p1 from the op's non-tensor arguments. */
+static void params(const tjc_call *c, int first, double prm[2]) {
+    const tj_schema *s = &c->op->schema;
+    prm[0] = prm[1] = 0;
+    for (int k = first, j = 0; k < s->n_attrs && j < 2; k++, j++) {
+        const tj_arg *arg = &s->args[s->attr_pos[k]];
+        const tj_attr *a = &c->attr[k];
+        switch (arg->type) {
+        case TJ_ARG_FLOAT:
+        case TJ_ARG_FLOAT_OPT: prm[j] = a->f; break;
+        case TJ_ARG_INT: prm[j] = (double)a->i; break;
+        case TJ_ARG_BOOL: prm[j] = a->b; break;
+        case TJ_ARG_STR: prm[j] = tjc_choice_index(arg, a->s); break;
+        default: break;
+        }
+    }
+}
+
+static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
+    if (a->storage != b->storage || a->offset != b->offset || a->ndim != b->ndim ||
+        a->dtype != b->dtype)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->sizes[d] != b->sizes[d] || (a->sizes[d] > 1 && a->strides[d] != b->strides[d]))
+            return false;
+    return true;
+}
+
+tj_status tjcpu_pointwise(const tjc_call *c) {
+    const tj_op_info *op = c->op;
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    bool scalar_form = form->scalar_base >= 0;
+    int loop_op = scalar_form ? form->scalar_base : form->id;
+    tj_dtype compute, result;
+    tj_status st = tjc_pw_types(op, c->in, c->n_in, &compute, &result);
+    if (st) return st;
+    tjcpu_loop_fn fn = pw_loops[loop_op][compute];
+    if (!fn)
+        return tjc_error(TJ_ERR_INTERNAL, "%s: no CPU loop for compute dtype %s", op->name,
+                         tj_dtype_name(compute));
+    double prm[2];
+    params(c, scalar_form ? 1 : 0, prm);
+
+    tj_tensor *out = c->out[0];
+    tj_tensor *ops[4] = {NULL}, *owned[4] = {NULL};
+    int n_ops = 1;
+    for (int i = 0; i < c->n_in; i++, n_ops++) {
+        tj_tensor *t = c->in[i];
+        bool aliases_out = c->n_out && t != out && tjc_may_overlap(t, out) && !same_layout(t, out);
+        if (t->dtype != compute || aliases_out) {
+            owned[n_ops] = tjcpu_to_contiguous(t, compute);
+            if (!owned[n_ops]) goto fail;
+            t = owned[n_ops];
+        }
+        ops[n_ops] = t;
+    }
+    if (scalar_form) {
+        tj_tensor *s = tjc_alloc(NULL, 0, TJ_F64);
+        if (!s) goto fail;
+        *(double *)tjc_data_ptr(s) = c->attr[0].f;
+        owned[n_ops] = tjcpu_to_contiguous(s, compute);
+        tj_release(s);
+        if (!owned[n_ops]) goto fail;
+        ops[n_ops] = owned[n_ops];
+        n_ops++;
+    }
+    if (out->dtype != result) { /* in-place into a narrower float dtype */
+        owned[0] = tjc_alloc(out->sizes, out->ndim, result);
+        if (!owned[0]) goto fail;
+        ops[0] = owned[0];
+    } else {
+        ops[0] = out;
+    }
+    tjcpu_iter(ops, n_ops, fn, prm);
+    st = owned[0] ? tjcpu_copy(out, owned[0]) : TJ_OK;
+    for (int i = 0; i < 4; i++) tj_release(owned[i]);
+    return st;
+fail:
+    for (int i = 0; i < 4; i++) tj_release(owned[i]);
+    return tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+}

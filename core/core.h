@@ -1,0 +1,187 @@
+/* core.h — internals of core/: the tensor and storage structs, errors, the op
+ * table's row format and the kernel calling convention. Prefix: tjc_.
+ *
+ * Nothing here knows about graphs or backends' internals; backends provide the
+ * kernel functions that rows of ops.def name.
+ */
+#ifndef TJIT_CORE_H
+#define TJIT_CORE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "tjit/tjit.h"
+
+/* ---- storage and tensors ------------------------------------------------ */
+
+typedef struct tjc_storage {
+    atomic_long refcount;
+    void *data;
+    size_t nbytes;
+    tj_device device;
+} tjc_storage;
+
+struct tj_tensor {
+    atomic_long refcount;
+    tjc_storage *storage;
+    int64_t offset; /* in elements */
+    int ndim;
+    tj_dtype dtype;
+    int64_t sizes[TJ_MAX_DIMS];
+    int64_t strides[TJ_MAX_DIMS]; /* in elements */
+    char *name;
+};
+
+/* A contiguous tensor, not registered with any scope (for use inside ops). */
+tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype);
+/* A view of base's storage with the given geometry (offset in elements). */
+tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
+                         int64_t offset);
+/* Contiguous strides for sizes; returns numel. */
+int64_t tjc_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides);
+int64_t tjc_numel(const int64_t *sizes, int ndim);
+static inline char *tjc_data_ptr(const tj_tensor *t) {
+    return (char *)t->storage->data + t->offset * (int64_t)tj_dtype_size(t->dtype);
+}
+/* True when two tensors may touch the same bytes. */
+bool tjc_may_overlap(const tj_tensor *a, const tj_tensor *b);
+/* True when some element of t is reachable through two different indexes. */
+bool tjc_has_internal_overlap(const tj_tensor *t);
+
+/* Registers a tensor returned to user code with the innermost scope and tells
+ * the tracing hook, when called at op depth 0. */
+void tjc_track_created(tj_tensor *t);
+void tjc_scope_track(tj_tensor *t);
+
+/* ---- errors ------------------------------------------------------------- */
+
+/* Sets this thread's error and returns s. */
+tj_status tjc_error(tj_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* For a NULL input: keeps an error already pending on this thread (it names
+ * the root cause, e.g. the op that returned the NULL), else sets this one. */
+tj_status tjc_last_or(tj_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "[3, 4]" into buf. */
+const char *tjc_fmt_sizes(char *buf, size_t n, const int64_t *sizes, int ndim);
+#define TJC_SIZES_BUF 160
+/* Normalises a possibly negative dim against ndim (0-dim tensors take -1 and 0). */
+tj_status tjc_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
+
+/* ---- dtypes -------------------------------------------------------------- */
+
+/* PyTorch's type promotion: categories bool < integer < float. */
+tj_dtype tjc_promote(tj_dtype a, tj_dtype b);
+/* The dtype of (tensor of dtype d) op (a C double): d when floating, else f32. */
+tj_dtype tjc_promote_float_scalar(tj_dtype d);
+int tjc_dtype_category(tj_dtype d); /* 0 bool, 1 integer, 2 float */
+
+/* ---- the op table ---------------------------------------------------------- */
+
+/* What an op's shape rule says about one output. */
+typedef enum tjc_out_kind {
+    TJC_OUT_NEW,    /* a fresh contiguous tensor */
+    TJC_OUT_VIEW,   /* a view of input 0 with sizes, strides, offset */
+    TJC_OUT_SELF    /* input 0 itself (in-place ops) */
+} tjc_out_kind;
+
+typedef struct tjc_meta {
+    tjc_out_kind kind;
+    tj_dtype dtype;
+    int ndim;
+    int64_t sizes[TJ_MAX_DIMS];
+    int64_t strides[TJ_MAX_DIMS]; /* VIEW only */
+    int64_t offset;               /* VIEW only: storage offset in elements */
+} tjc_meta;
+
+typedef struct tjc_call {
+    const tj_op_info *op;
+    tj_tensor *const *in;
+    int n_in;
+    const tj_attr *attr;
+    int n_attr;
+    tjc_meta *meta; /* the shape rule's result */
+    int meta_cap;
+    tj_tensor **out;
+    int n_out;
+} tjc_call;
+
+/* A shape and dtype rule: validates the call and fills c->meta[0..*n_out).
+ * When the op has more outputs than c->meta_cap it sets *n_out and returns
+ * TJ_OK without filling; the dispatcher grows the array and calls again. */
+typedef tj_status (*tjc_infer_fn)(const tjc_call *c, int *n_out);
+/* A kernel: computes c->out from c->in. NULL for pure views. */
+typedef tj_status (*tjc_kernel_fn)(const tjc_call *c);
+
+/* How a pointwise op types its operands. */
+typedef enum tjc_pw_rule {
+    TJC_PW_ARITH,    /* f32, f64, i64; computes and returns the promoted dtype */
+    TJC_PW_ARITH_FS, /* like ARITH with a float scalar operand: integers become f32 */
+    TJC_PW_FLOAT,    /* f32, f64; integer and bool inputs become f32 */
+    TJC_PW_COMPARE,  /* any dtype; computes in the promoted dtype, returns bool */
+    TJC_PW_LOGICAL,  /* any dtype, read as bool; returns bool */
+    TJC_PW_SELECT    /* input 0 is a bool condition; the rest are promoted */
+} tjc_pw_rule;
+
+struct tj_op_info {
+    int id;
+    const char *name;
+    const char *schema_text;
+    tj_op_kind kind;
+    tjc_infer_fn infer;
+    tjc_kernel_fn cpu;
+    /* pointwise ops */
+    tjc_pw_rule pw_rule;
+    int pw_arity;             /* tensor inputs of the scalar expression */
+    const char *pw_expr;      /* the C expression over a, b, c and p0, p1 */
+    int scalar_base;          /* *.Scalar forms: the tensor op they wrap, else -1 */
+    int inplace_of;           /* in-place forms: the op they mutate like, else -1 */
+    int inplace_variant;      /* the in-place form of this op, else -1 */
+    tj_schema schema;         /* parsed from schema_text at start-up */
+};
+
+/* Op ids, one per row of ops.def: TJ_OP_add, TJ_OP_add_, ... */
+enum tjc_op_id {
+#define TJ_OP(id, name, schema, kind, infer, cpu) TJ_OP_##id,
+#define TJ_POINTWISE(id, name, schema, rule, arity, expr) TJ_OP_##id,
+#define TJ_POINTWISE_SCALAR(id, name, schema, base) TJ_OP_##id,
+#define TJ_INPLACE(id, name, base) TJ_OP_##id,
+#include "ops.def"
+    TJ_OP__COUNT
+};
+
+/* The table, indexed by op id (parsed schemas filled on first use). */
+const tj_op_info *tjc_op(int id);
+
+/* Parses "(Tensor self, int dim=0) -> Tensor" into s. */
+tj_status tjc_parse_schema(const char *text, tj_schema *s);
+
+/* The schema of an in-place form, derived from its base's (malloc'd). */
+char *tjc_inplace_schema_text(const char *base);
+
+/* Index of value among a str(a|b|c) argument's choices, or -1. */
+int tjc_choice_index(const tj_arg *arg, const char *value);
+/* Element i of an int[N] attribute, where a list of one stands for all N. */
+static inline int64_t tjc_ints_at(const tj_attr *a, int i) {
+    return a->ints.n == 1 ? a->ints.data[0] : a->ints.data[i];
+}
+/* Kernel of view ops: the dispatcher already made the views. */
+tj_status tjc_view_kernel(const tjc_call *c);
+
+/* Pointwise typing: the dtype an op computes in and the dtype it returns. */
+tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_dtype *compute,
+                       tj_dtype *result);
+
+/* Attribute i of a call, by position among attrs. */
+static inline const tj_attr *tjc_attr(const tjc_call *c, int i) { return &c->attr[i]; }
+/* Name of the tensor argument at input position i (for messages). */
+const char *tjc_input_name(const tj_op_info *op, int i);
+
+/* Op nesting depth on this thread: 0 while user code runs. */
+int tjc_op_depth(void);
+const tj_record_hook *tjc_record_hook(void);
+
+/* Shared shape rules. */
+tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out);
+tj_status tjc_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b, int nb,
+                               int64_t *out, int *nout);
+
+#endif

@@ -1,0 +1,302 @@
+/* dispatch.c — the op table instance and the one path every op call takes:
+ * argument checks, the shape rule, output allocation, the kernel, the tracing
+ * hook and scope tracking. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* Declarations of every shape rule and kernel that rows name. */
+#define TJ_OP(id, name, schema, kind, infer, cpu)                                      \
+    tj_status infer(const tjc_call *, int *);                                          \
+    tj_status cpu(const tjc_call *);
+#include "ops.def"
+
+#define ROW_COMMON(id_, name_) .id = TJ_OP_##id_, .name = name_, .scalar_base = -1, \
+                               .inplace_of = -1, .inplace_variant = -1
+static tj_op_info table[TJ_OP__COUNT] = {
+#define TJ_OP(id_, name_, schema_, kind_, infer_, cpu_)                              \
+    [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_, .kind = kind_, \
+                     .infer = infer_, .cpu = cpu_},
+#define TJ_POINTWISE(id_, name_, schema_, rule_, arity_, expr_)                              \
+    [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_,                        \
+                     .kind = TJ_KIND_POINTWISE, .infer = tjc_infer_pointwise,                \
+                     .cpu = tjcpu_pointwise, .pw_rule = rule_, .pw_arity = arity_,           \
+                     .pw_expr = #expr_},
+#define TJ_POINTWISE_SCALAR(id_, name_, schema_, base_)                                     \
+    [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_,                        \
+                     .kind = TJ_KIND_POINTWISE, .infer = tjc_infer_pointwise,                \
+                     .cpu = tjcpu_pointwise, .pw_arity = 1},
+#define TJ_INPLACE(id_, name_, base_) [TJ_OP_##id_] = {ROW_COMMON(id_, name_)},
+#include "ops.def"
+};
+
+/* Bases are resolved by a second pass, since designated initialisers cannot
+ * refer to other rows' ids and field values at once. */
+static const struct { int id, base; } scalar_bases[] = {
+#define TJ_OP(id, name, schema, kind, infer, cpu)
+#define TJ_POINTWISE(id, name, schema, rule, arity, expr)
+#define TJ_POINTWISE_SCALAR(id, name, schema, base) {TJ_OP_##id, TJ_OP_##base},
+#define TJ_INPLACE(id, name, base)
+#include "ops.def"
+    {-1, -1}};
+static const struct { int id, base; } inplace_bases[] = {
+#define TJ_OP(id, name, schema, kind, infer, cpu)
+#define TJ_POINTWISE(id, name, schema, rule, arity, expr)
+#define TJ_POINTWISE_SCALAR(id, name, schema, base)
+#define TJ_INPLACE(id, name, base) {TJ_OP_##id, TJ_OP_##base},
+#include "ops.def"
+    {-1, -1}};
+
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void init_table(void) {
+    for (int k = 0; scalar_bases[k].id >= 0; k++) {
+        tj_op_info *op = &table[scalar_bases[k].id];
+        const tj_op_info *base = &table[scalar_bases[k].base];
+        op->scalar_base = base->id;
+        op->pw_rule = base->pw_rule;
+        op->pw_expr = base->pw_expr;
+    }
+    for (int k = 0; inplace_bases[k].id >= 0; k++) {
+        tj_op_info *op = &table[inplace_bases[k].id];
+        tj_op_info *base = &table[inplace_bases[k].base];
+        op->inplace_of = base->id;
+        op->kind = base->kind;
+        op->infer = base->infer;
+        op->cpu = base->cpu;
+        op->pw_rule = base->pw_rule;
+        op->pw_arity = base->pw_arity;
+        op->pw_expr = base->pw_expr;
+        op->scalar_base = base->scalar_base;
+        op->schema_text = tjc_inplace_schema_text(base->schema_text);
+        base->inplace_variant = op->id;
+    }
+    for (int i = 0; i < TJ_OP__COUNT; i++) {
+        tj_op_info *op = &table[i];
+        if (!op->schema_text || tjc_parse_schema(op->schema_text, &op->schema) != TJ_OK) {
+            /* a broken row of ops.def is a bug in tjit itself */
+            fprintf(stderr, "tjit: op table row %s: %s\n", op->name, tj_last_error());
+            abort();
+        }
+    }
+}
+
+const tj_op_info *tjc_op(int id) {
+    pthread_once(&table_once, init_table);
+    return (id >= 0 && id < TJ_OP__COUNT) ? &table[id] : NULL;
+}
+
+int tj_op_count(void) { return TJ_OP__COUNT; }
+const tj_op_info *tj_op_at(int id) { return tjc_op(id); }
+
+const tj_op_info *tj_op_find(const char *qualified_name) {
+    pthread_once(&table_once, init_table);
+    if (!qualified_name) return NULL;
+    for (int i = 0; i < TJ_OP__COUNT; i++)
+        if (strcmp(table[i].name, qualified_name) == 0) return &table[i];
+    return NULL;
+}
+
+int tj_op_id(const tj_op_info *op) { return op ? op->id : -1; }
+const char *tj_op_name(const tj_op_info *op) { return op ? op->name : NULL; }
+const char *tj_op_schema_text(const tj_op_info *op) { return op ? op->schema_text : NULL; }
+const tj_schema *tj_op_schema(const tj_op_info *op) { return op ? &op->schema : NULL; }
+tj_op_kind tj_op_kind_of(const tj_op_info *op) { return op->kind; }
+const tj_op_info *tj_op_inplace_variant(const tj_op_info *op) {
+    return op && op->inplace_variant >= 0 ? tjc_op(op->inplace_variant) : NULL;
+}
+
+const char *tj_op_kind_name(tj_op_kind k) {
+    static const char *const names[TJ_NUM_KINDS] = {
+        "pointwise", "reduction", "view", "shape", "matmul",
+        "conv", "nn", "random", "composite",
+    };
+    return (unsigned)k < TJ_NUM_KINDS ? names[k] : "invalid";
+}
+
+const char *tjc_input_name(const tj_op_info *op, int i) {
+    const tj_schema *s = &op->schema;
+    if (s->has_tensor_list) return s->args[s->tensor_pos[0]].name;
+    return i < s->n_tensor_args ? s->args[s->tensor_pos[i]].name : "?";
+}
+
+tj_status tjc_view_kernel(const tjc_call *c) {
+    (void)c; /* the dispatcher made the views from the shape rule's result */
+    return TJ_OK;
+}
+
+/* ---- per-thread state ------------------------------------------------------- */
+
+static _Thread_local int op_depth;
+static _Thread_local const tj_record_hook *record_hook;
+
+int tjc_op_depth(void) { return op_depth; }
+const tj_record_hook *tjc_record_hook(void) { return record_hook; }
+
+const tj_record_hook *tj_set_record_hook(const tj_record_hook *hook) {
+    const tj_record_hook *old = record_hook;
+    record_hook = hook;
+    return old;
+}
+
+/* ---- argument checks -------------------------------------------------------- */
+
+int tjc_choice_index(const tj_arg *arg, const char *value) {
+    const char *p = arg->choices;
+    size_t n = strlen(value);
+    for (int k = 0; p && *p; k++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, value, n) == 0) return k;
+        p = bar ? bar + 1 : NULL;
+    }
+    return -1;
+}
+
+static tj_status check_attrs(const tj_op_info *op, const tj_attr *attrs) {
+    const tj_schema *s = &op->schema;
+    for (int k = 0; k < s->n_attrs; k++) {
+        const tj_arg *arg = &s->args[s->attr_pos[k]];
+        const tj_attr *a = &attrs[k];
+        switch (arg->type) {
+        case TJ_ARG_STR:
+            if (!a->s) return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is NULL", op->name, arg->name);
+            if (arg->choices && tjc_choice_index(arg, a->s) < 0)
+                return tjc_error(TJ_ERR_ARG, "%s: argument '%s' must be one of %s; got '%s'",
+                                 op->name, arg->name, arg->choices, a->s);
+            break;
+        case TJ_ARG_INTS:
+            if (a->ints.n < 0 || (a->ints.n > 0 && !a->ints.data))
+                return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is not a valid list", op->name,
+                                 arg->name);
+            if (arg->fixed_len && a->ints.n != arg->fixed_len && a->ints.n != 1)
+                return tjc_error(TJ_ERR_ARG, "%s: argument '%s' takes %d values (or one for "
+                                 "all); got %d", op->name, arg->name, arg->fixed_len, a->ints.n);
+            break;
+        case TJ_ARG_FLOATS:
+            if (a->floats.n < 0 || (a->floats.n > 0 && !a->floats.data))
+                return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is not a valid list", op->name,
+                                 arg->name);
+            break;
+        case TJ_ARG_DTYPE:
+            if ((unsigned)a->dtype >= TJ_NUM_DTYPES)
+                return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is not a valid dtype (%d)",
+                                 op->name, arg->name, (int)a->dtype);
+            break;
+        default:
+            break;
+        }
+    }
+    return TJ_OK;
+}
+
+static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_in) {
+    const tj_schema *s = &op->schema;
+    if (s->has_tensor_list) {
+        if (n_in < 0 || (n_in > 0 && !in))
+            return tjc_error(TJ_ERR_ARG, "%s: the tensor list '%s' is NULL", op->name,
+                             s->args[s->tensor_pos[0]].name);
+    } else if (n_in != s->n_tensor_args) {
+        return tjc_error(TJ_ERR_ARG, "%s: takes %d tensor inputs, got %d", op->name,
+                         s->n_tensor_args, n_in);
+    }
+    int first = -1;
+    for (int i = 0; i < n_in; i++) {
+        bool optional = !s->has_tensor_list &&
+                        s->args[s->tensor_pos[i]].type == TJ_ARG_TENSOR_OPT;
+        if (!in[i]) {
+            if (optional) continue;
+            if (s->has_tensor_list)
+                return tjc_last_or(TJ_ERR_ARG, "%s: element %d of '%s' is NULL", op->name, i,
+                                   tjc_input_name(op, i));
+            return tjc_last_or(TJ_ERR_ARG, "%s: argument '%s' is NULL", op->name,
+                               tjc_input_name(op, i));
+        }
+        if (in[i]->storage->device.type != TJ_CPU)
+            return tjc_error(TJ_ERR_DEVICE, "%s: argument '%s' is on a device with no kernel "
+                             "for this op", op->name, tjc_input_name(op, i));
+        if (first < 0) first = i;
+    }
+    return TJ_OK;
+}
+
+/* ---- the dispatcher ---------------------------------------------------------- */
+
+static void release_outputs(tj_tensor **out, int n) {
+    for (int i = 0; i < n; i++) {
+        tj_release(out[i]);
+        out[i] = NULL;
+    }
+}
+
+static tj_status make_outputs(const tjc_call *c, tj_tensor **out, int n_out) {
+    for (int i = 0; i < n_out; i++) {
+        const tjc_meta *m = &c->meta[i];
+        switch (m->kind) {
+        case TJC_OUT_NEW: out[i] = tjc_alloc(m->sizes, m->ndim, m->dtype); break;
+        case TJC_OUT_VIEW:
+            out[i] = tjc_make_view(c->in[0], m->sizes, m->strides, m->ndim, m->offset);
+            break;
+        case TJC_OUT_SELF: out[i] = tj_retain(c->in[0]); break;
+        }
+        if (!out[i]) {
+            release_outputs(out, i);
+            return tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+        }
+    }
+    return TJ_OK;
+}
+
+static int invoke(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
+                  tj_tensor **out, int out_cap) {
+    enum { STACK_METAS = 8 };
+    tjc_meta stack_metas[STACK_METAS];
+    tjc_call c = {.op = op, .in = in, .n_in = n_in, .attr = attrs,
+                  .n_attr = op->schema.n_attrs, .meta = stack_metas, .meta_cap = STACK_METAS};
+    int n_out = 0;
+    tj_status st = op->infer(&c, &n_out);
+    if (st == TJ_OK && n_out > c.meta_cap) { /* chunk, split, unbind into many pieces */
+        c.meta = malloc(sizeof(tjc_meta) * (size_t)n_out);
+        if (!c.meta) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name), -1;
+        c.meta_cap = n_out;
+        st = op->infer(&c, &n_out);
+    }
+    if (st == TJ_OK && n_out > out_cap)
+        st = tjc_error(TJ_ERR_ARG, "%s: produces %d outputs but the output array holds %d",
+                       op->name, n_out, out_cap);
+    if (st == TJ_OK) st = make_outputs(&c, out, n_out);
+    if (st == TJ_OK) {
+        c.out = out;
+        c.n_out = n_out;
+        st = op->cpu(&c);
+        if (st != TJ_OK) release_outputs(out, n_out);
+    }
+    if (c.meta != stack_metas) free(c.meta);
+    return st == TJ_OK ? n_out : -1;
+}
+
+int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, int n_attrs,
+              tj_tensor **out, int out_cap) {
+    const tj_op_info *op = tjc_op(op_id);
+    if (!op) return tjc_error(TJ_ERR_ARG, "tj_invoke: no op has id %d", op_id), -1;
+    if (n_attrs != op->schema.n_attrs)
+        return tjc_error(TJ_ERR_ARG, "%s: takes %d attributes, got %d", op->name,
+                         op->schema.n_attrs, n_attrs), -1;
+    if (n_attrs > 0 && !attrs)
+        return tjc_error(TJ_ERR_ARG, "%s: attributes are NULL", op->name), -1;
+    if (out_cap > 0 && !out) return tjc_error(TJ_ERR_ARG, "%s: output array is NULL", op->name), -1;
+    if (check_inputs(op, in, n_in) || check_attrs(op, attrs)) return -1;
+
+    const tj_record_hook *hook = op_depth == 0 ? record_hook : NULL;
+    void *token = hook && hook->before ? hook->before(hook->ctx, op, in, n_in, attrs, n_attrs) : NULL;
+    op_depth++;
+    int n = invoke(op, in, n_in, attrs, out, out_cap);
+    op_depth--;
+    if (hook && hook->after) hook->after(hook->ctx, token, n > 0 ? out : NULL, n > 0 ? n : 0);
+    if (op_depth == 0)
+        for (int i = 0; i < n; i++) tjc_scope_track(out[i]);
+    return n;
+}

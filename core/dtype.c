@@ -1,0 +1,34 @@
+/* dtype.c — dtype facts and PyTorch's type promotion. */
+#include <math.h>
+
+#include "core.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+    int category;
+} dtype_facts[TJ_NUM_DTYPES] = {
+    [TJ_F32] = {"f32", 4, 2},
+    [TJ_F64] = {"f64", 8, 2},
+    [TJ_I64] = {"i64", 8, 1},
+    [TJ_BOOL] = {"bool", 1, 0},
+};
+
+const char *tj_dtype_name(tj_dtype d) {
+    return (unsigned)d < TJ_NUM_DTYPES ? dtype_facts[d].name : "invalid";
+}
+size_t tj_dtype_size(tj_dtype d) { return (unsigned)d < TJ_NUM_DTYPES ? dtype_facts[d].size : 0; }
+bool tj_dtype_is_float(tj_dtype d) { return d == TJ_F32 || d == TJ_F64; }
+int tjc_dtype_category(tj_dtype d) { return dtype_facts[d].category; }
+
+tj_dtype tjc_promote(tj_dtype a, tj_dtype b) {
+    if (a == b) return a;
+    int ca = dtype_facts[a].category, cb = dtype_facts[b].category;
+    if (ca != cb) return ca > cb ? a : b;
+    /* same category, different dtypes: only f32/f64 remain */
+    return TJ_F64;
+}
+
+tj_dtype tjc_promote_float_scalar(tj_dtype d) { return tj_dtype_is_float(d) ? d : TJ_F32; }
+
+bool tj_is_none(double v) { return isnan(v); }

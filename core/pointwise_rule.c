@@ -1,0 +1,161 @@
+/* pointwise_rule.c — shape and dtype rules of pointwise ops and copies:
+ * broadcasting and PyTorch's type promotion. */
+#include <string.h>
+
+#include "core.h"
+
+tj_status tjc_broadcast_shapes(const char *op, const int64_t *a, int na, const int64_t *b, int nb,
+                               int64_t *out, int *nout) {
+    int n = na > nb ? na : nb;
+    for (int i = 0; i < n; i++) {
+        int ia = na - n + i, ib = nb - n + i;
+        int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1) {
+            char ba[TJC_SIZES_BUF], bb[TJC_SIZES_BUF];
+            return tjc_error(TJ_ERR_SHAPE, "%s: cannot broadcast sizes %s and %s", op,
+                             tjc_fmt_sizes(ba, sizeof ba, a, na), tjc_fmt_sizes(bb, sizeof bb, b, nb));
+        }
+        out[i] = sa == 1 ? sb : sa;
+    }
+    *nout = n;
+    return TJ_OK;
+}
+
+/* Result dtype of the tensors in[from..n): 0-dim tensors count only when
+ * their category is higher than that of the dimensioned ones (PyTorch). */
+static tj_dtype promote_inputs(tj_tensor *const *in, int from, int n) {
+    int have_dim = 0, have_zero = 0;
+    tj_dtype dim_t = TJ_BOOL, zero_t = TJ_BOOL;
+    for (int i = from; i < n; i++) {
+        if (!in[i]) continue;
+        if (in[i]->ndim > 0) {
+            dim_t = have_dim++ ? tjc_promote(dim_t, in[i]->dtype) : in[i]->dtype;
+        } else {
+            zero_t = have_zero++ ? tjc_promote(zero_t, in[i]->dtype) : in[i]->dtype;
+        }
+    }
+    if (!have_dim) return zero_t;
+    if (have_zero && tjc_dtype_category(zero_t) > tjc_dtype_category(dim_t)) return zero_t;
+    return dim_t;
+}
+
+tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_dtype *compute,
+                       tj_dtype *result) {
+    bool float_scalar = op->scalar_base >= 0 || op->pw_rule == TJC_PW_ARITH_FS;
+    tj_dtype r;
+    if (op->pw_rule == TJC_PW_SELECT) {
+        if (in[0]->dtype != TJ_BOOL)
+            return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' must be bool, got %s", op->name,
+                             tjc_input_name(op, 0), tj_dtype_name(in[0]->dtype));
+        r = promote_inputs(in, 1, n_in);
+    } else {
+        r = promote_inputs(in, 0, n_in);
+    }
+    if (float_scalar) r = tjc_promote_float_scalar(r);
+    switch (op->pw_rule) {
+    case TJC_PW_ARITH:
+    case TJC_PW_ARITH_FS:
+        if (r == TJ_BOOL)
+            return tjc_error(TJ_ERR_DTYPE, "%s: arithmetic on bool tensors is not supported; "
+                             "convert with tj_to_dtype first", op->name);
+        *compute = *result = r;
+        break;
+    case TJC_PW_FLOAT:
+        *compute = *result = tj_dtype_is_float(r) ? r : TJ_F32;
+        break;
+    case TJC_PW_COMPARE:
+        *compute = r;
+        *result = TJ_BOOL;
+        break;
+    case TJC_PW_LOGICAL:
+        *compute = *result = TJ_BOOL;
+        break;
+    case TJC_PW_SELECT:
+        *compute = *result = r;
+        break;
+    }
+    return TJ_OK;
+}
+
+static void contiguous_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
+    m->kind = TJC_OUT_NEW;
+    m->dtype = dtype;
+    m->ndim = ndim;
+    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+}
+
+/* In-place results must keep self's shape and fit its dtype. */
+static tj_status check_inplace(const tj_op_info *op, const tj_tensor *self, const int64_t *sizes,
+                               int ndim, tj_dtype result) {
+    if (ndim != self->ndim || memcmp(sizes, self->sizes, sizeof(int64_t) * (size_t)ndim) != 0) {
+        char bs[TJC_SIZES_BUF], bb[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_SHAPE, "%s: output with sizes %s does not match the broadcast "
+                         "sizes %s", op->name, tjc_fmt_sizes(bs, sizeof bs, self->sizes, self->ndim),
+                         tjc_fmt_sizes(bb, sizeof bb, sizes, ndim));
+    }
+    if (tjc_dtype_category(result) > tjc_dtype_category(self->dtype))
+        return tjc_error(TJ_ERR_DTYPE, "%s: result type %s cannot be stored in the %s tensor "
+                         "'self'", op->name, tj_dtype_name(result), tj_dtype_name(self->dtype));
+    if (tjc_has_internal_overlap(self))
+        return tjc_error(TJ_ERR_ARG, "%s: 'self' has elements that share memory (an expanded "
+                         "tensor); clone it before writing in place", op->name);
+    return TJ_OK;
+}
+
+tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out) {
+    const tj_op_info *op = c->op;
+    int64_t sizes[TJ_MAX_DIMS];
+    int ndim = 0;
+    tj_status st;
+    for (int i = 0; i < c->n_in; i++) {
+        int64_t next[TJ_MAX_DIMS];
+        if ((st = tjc_broadcast_shapes(op->name, sizes, ndim, c->in[i]->sizes, c->in[i]->ndim,
+                                       next, &ndim)))
+            return st;
+        memcpy(sizes, next, sizeof(int64_t) * (size_t)ndim);
+    }
+    tj_dtype compute, result;
+    if ((st = tjc_pw_types(op, c->in, c->n_in, &compute, &result))) return st;
+    *n_out = 1;
+    if (op->inplace_of >= 0) {
+        if ((st = check_inplace(op, c->in[0], sizes, ndim, result))) return st;
+        c->meta[0].kind = TJC_OUT_SELF;
+        return TJ_OK;
+    }
+    contiguous_meta(&c->meta[0], result, sizes, ndim);
+    return TJ_OK;
+}
+
+tj_status tjc_infer_clone(const tjc_call *c, int *n_out) {
+    *n_out = 1;
+    contiguous_meta(&c->meta[0], c->in[0]->dtype, c->in[0]->sizes, c->in[0]->ndim);
+    return TJ_OK;
+}
+
+tj_status tjc_infer_to_dtype(const tjc_call *c, int *n_out) {
+    *n_out = 1;
+    contiguous_meta(&c->meta[0], c->attr[0].dtype, c->in[0]->sizes, c->in[0]->ndim);
+    return TJ_OK;
+}
+
+tj_status tjc_infer_copy_(const tjc_call *c, int *n_out) {
+    const tj_tensor *self = c->in[0], *src = c->in[1];
+    int64_t sizes[TJ_MAX_DIMS];
+    int ndim;
+    tj_status st = tjc_broadcast_shapes(c->op->name, self->sizes, self->ndim, src->sizes,
+                                        src->ndim, sizes, &ndim);
+    if (st) return st;
+    if (ndim != self->ndim || memcmp(sizes, self->sizes, sizeof(int64_t) * (size_t)ndim) != 0) {
+        char bs[TJC_SIZES_BUF], bb[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_SHAPE, "%s: source of sizes %s cannot be broadcast to the "
+                         "destination's sizes %s", c->op->name,
+                         tjc_fmt_sizes(bb, sizeof bb, src->sizes, src->ndim),
+                         tjc_fmt_sizes(bs, sizeof bs, self->sizes, self->ndim));
+    }
+    if (tjc_has_internal_overlap(self))
+        return tjc_error(TJ_ERR_ARG, "%s: 'self' has elements that share memory (an expanded "
+                         "tensor); clone it before writing in place", c->op->name);
+    *n_out = 1;
+    c->meta[0].kind = TJC_OUT_SELF;
+    return TJ_OK;
+}

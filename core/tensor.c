@@ -1,0 +1,319 @@
+/* tensor.c — tensors and storage: allocation, views, creation functions,
+ * accessors, names and overlap queries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+/* ---- storage --------------------------------------------------------------- */
+
+static tjc_storage *storage_new(size_t nbytes) {
+    tjc_storage *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    /* 64-byte alignment keeps vector loads aligned at offset 0 */
+    size_t rounded = (nbytes + 63) / 64 * 64;
+    s->data = aligned_alloc(64, rounded ? rounded : 64);
+    if (!s->data) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->refcount, 1);
+    s->nbytes = nbytes;
+    s->device = (tj_device){TJ_CPU, 0};
+    return s;
+}
+
+static void storage_release(tjc_storage *s) {
+    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) {
+        free(s->data);
+        free(s);
+    }
+}
+
+/* ---- tensors --------------------------------------------------------------- */
+
+int64_t tjc_numel(const int64_t *sizes, int ndim) {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++) n *= sizes[d];
+    return n;
+}
+
+int64_t tjc_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides) {
+    int64_t n = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        strides[d] = n;
+        n *= sizes[d] > 0 ? sizes[d] : 1;
+    }
+    return tjc_numel(sizes, ndim);
+}
+
+static tj_status check_sizes(const char *fn, const int64_t *sizes, int ndim) {
+    if (ndim < 0 || ndim > TJ_MAX_DIMS)
+        return tjc_error(TJ_ERR_ARG, "%s: %d dims requested; tjit supports 0 to %d", fn, ndim,
+                         TJ_MAX_DIMS);
+    if (ndim > 0 && !sizes) return tjc_error(TJ_ERR_ARG, "%s: sizes is NULL", fn);
+    for (int d = 0; d < ndim; d++)
+        if (sizes[d] < 0)
+            return tjc_error(TJ_ERR_ARG, "%s: size %lld at dim %d is negative", fn,
+                             (long long)sizes[d], d);
+    return TJ_OK;
+}
+
+static tj_status check_dtype(const char *fn, tj_dtype dtype) {
+    if ((unsigned)dtype >= TJ_NUM_DTYPES)
+        return tjc_error(TJ_ERR_DTYPE, "%s: invalid dtype %d", fn, (int)dtype);
+    return TJ_OK;
+}
+
+tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
+    if (check_sizes("tj_empty", sizes, ndim) || check_dtype("tj_empty", dtype)) return NULL;
+    tj_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        tjc_error(TJ_ERR_MEMORY, "tj_empty: out of memory");
+        return NULL;
+    }
+    int64_t n = tjc_contiguous_strides(sizes, ndim, t->strides);
+    t->storage = storage_new((size_t)n * tj_dtype_size(dtype));
+    if (!t->storage) {
+        free(t);
+        char buf[TJC_SIZES_BUF];
+        tjc_error(TJ_ERR_MEMORY, "tj_empty: out of memory allocating a %s tensor of sizes %s",
+                  tj_dtype_name(dtype), tjc_fmt_sizes(buf, sizeof buf, sizes, ndim));
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->ndim = ndim;
+    t->dtype = dtype;
+    if (ndim) memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
+    return t;
+}
+
+tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
+                         int64_t offset) {
+    tj_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        tjc_error(TJ_ERR_MEMORY, "out of memory creating a view");
+        return NULL;
+    }
+    atomic_init(&t->refcount, 1);
+    t->storage = base->storage;
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    t->offset = offset;
+    t->ndim = ndim;
+    t->dtype = base->dtype;
+    if (ndim) {
+        memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
+        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    }
+    return t;
+}
+
+tj_tensor *tj_retain(tj_tensor *t) {
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+
+void tj_release(tj_tensor *t) {
+    if (!t) return;
+    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1) {
+        storage_release(t->storage);
+        free(t->name);
+        free(t);
+    }
+}
+
+/* ---- creation -------------------------------------------------------------- */
+
+static void fill(tj_tensor *t, double v) {
+    int64_t n = tjc_numel(t->sizes, t->ndim);
+    char *p = tjc_data_ptr(t);
+    switch (t->dtype) {
+    case TJ_F32: for (int64_t i = 0; i < n; i++) ((float *)p)[i] = (float)v; break;
+    case TJ_F64: for (int64_t i = 0; i < n; i++) ((double *)p)[i] = v; break;
+    case TJ_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)p)[i] = (int64_t)v; break;
+    case TJ_BOOL: memset(p, v != 0, (size_t)n); break;
+    default: break;
+    }
+}
+
+static tj_tensor *created(tj_tensor *t) {
+    if (t) tjc_track_created(t);
+    return t;
+}
+
+tj_tensor *tj_empty(const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return created(tjc_alloc(sizes, ndim, dtype));
+}
+
+tj_tensor *tj_full(const int64_t *sizes, int ndim, double value, tj_dtype dtype) {
+    tj_tensor *t = tjc_alloc(sizes, ndim, dtype);
+    if (!t) return NULL;
+    if (dtype == TJ_I64 && !(value >= -9.2e18 && value <= 9.2e18)) {
+        tj_release(t);
+        tjc_error(TJ_ERR_ARG, "tj_full: value %g does not fit in i64", value);
+        return NULL;
+    }
+    fill(t, value);
+    return created(t);
+}
+
+tj_tensor *tj_zeros(const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return tj_full(sizes, ndim, 0.0, dtype);
+}
+tj_tensor *tj_ones(const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return tj_full(sizes, ndim, 1.0, dtype);
+}
+tj_tensor *tj_scalar_tensor(double value, tj_dtype dtype) { return tj_full(NULL, 0, value, dtype); }
+
+tj_tensor *tj_arange(double start, double end, double step, tj_dtype dtype) {
+    if (step == 0 || !(step == step) || !(start == start) || !(end == end))
+        return tjc_error(TJ_ERR_ARG, "tj_arange: step must be nonzero and bounds finite "
+                         "(start=%g, end=%g, step=%g)", start, end, step), NULL;
+    if ((end - start) / step < 0)
+        return tjc_error(TJ_ERR_ARG, "tj_arange: step %g has the wrong sign for start=%g, "
+                         "end=%g", step, start, end), NULL;
+    if (dtype == TJ_BOOL)
+        return tjc_error(TJ_ERR_DTYPE, "tj_arange: bool is not a dtype for a range"), NULL;
+    double count = (end - start) / step;
+    int64_t n = (int64_t)count;
+    if ((double)n < count) n++;
+    tj_tensor *t = tjc_alloc(&n, 1, dtype);
+    if (!t) return NULL;
+    char *p = tjc_data_ptr(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v = start + (double)i * step;
+        if (dtype == TJ_F32) ((float *)p)[i] = (float)v;
+        else if (dtype == TJ_F64) ((double *)p)[i] = v;
+        else ((int64_t *)p)[i] = (int64_t)v;
+    }
+    return created(t);
+}
+
+tj_tensor *tj_from_array(const void *data, const int64_t *sizes, int ndim, tj_dtype dtype) {
+    tj_tensor *t = tjc_alloc(sizes, ndim, dtype);
+    if (!t) return NULL;
+    size_t nbytes = (size_t)tjc_numel(sizes, ndim) * tj_dtype_size(dtype);
+    if (nbytes && !data) {
+        tj_release(t);
+        tjc_error(TJ_ERR_ARG, "tj_from_array: data is NULL");
+        return NULL;
+    }
+    if (nbytes) memcpy(tjc_data_ptr(t), data, nbytes);
+    if (dtype == TJ_BOOL) { /* normalise to 0/1: other bytes are not valid bools */
+        unsigned char *b = (unsigned char *)tjc_data_ptr(t);
+        for (size_t i = 0; i < nbytes; i++) b[i] = b[i] != 0;
+    }
+    return created(t);
+}
+
+/* ---- accessors ------------------------------------------------------------- */
+
+int tj_ndim(const tj_tensor *t) { return t ? t->ndim : -1; }
+const int64_t *tj_sizes(const tj_tensor *t) { return t ? t->sizes : NULL; }
+const int64_t *tj_strides(const tj_tensor *t) { return t ? t->strides : NULL; }
+int64_t tj_numel(const tj_tensor *t) { return t ? tjc_numel(t->sizes, t->ndim) : 0; }
+int64_t tj_storage_offset(const tj_tensor *t) { return t ? t->offset : 0; }
+tj_dtype tj_tensor_dtype(const tj_tensor *t) { return t ? t->dtype : TJ_NUM_DTYPES; }
+tj_device tj_tensor_device(const tj_tensor *t) {
+    return t ? t->storage->device : (tj_device){TJ_CPU, 0};
+}
+
+int64_t tj_size(const tj_tensor *t, int dim) {
+    int d;
+    if (!t || tjc_wrap_dim("tj_size", dim, t->ndim, &d) || t->ndim == 0) return -1;
+    return t->sizes[d];
+}
+
+bool tj_is_contiguous(const tj_tensor *t) {
+    if (!t) return false;
+    int64_t expected = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        if (t->sizes[d] == 1) continue;
+        if (t->sizes[d] == 0) return true;
+        if (t->strides[d] != expected) return false;
+        expected *= t->sizes[d];
+    }
+    return true;
+}
+
+bool tj_shares_storage(const tj_tensor *a, const tj_tensor *b) {
+    return a && b && a->storage == b->storage;
+}
+
+void *tj_data(tj_tensor *t) {
+    if (!t) return NULL;
+    const tj_record_hook *h = tjc_record_hook();
+    if (h && h->host_read && tjc_op_depth() == 0) h->host_read(h->ctx, t, "tj_data");
+    return tjc_data_ptr(t);
+}
+
+double tj_get(const tj_tensor *t, const int64_t *index) {
+    int64_t off = 0;
+    for (int d = 0; d < t->ndim; d++) off += index[d] * t->strides[d];
+    const char *p = tjc_data_ptr(t) + off * (int64_t)tj_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case TJ_F32: return *(const float *)p;
+    case TJ_F64: return *(const double *)p;
+    case TJ_I64: return (double)*(const int64_t *)p;
+    case TJ_BOOL: return *(const bool *)p;
+    default: return 0;
+    }
+}
+
+tj_status tj_item(const tj_tensor *t, double *value) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_item: tensor is NULL");
+    int64_t n = tjc_numel(t->sizes, t->ndim);
+    if (n != 1) {
+        char buf[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_SHAPE, "tj_item: a tensor with %lld elements (sizes %s) "
+                         "cannot be read as one number", (long long)n,
+                         tjc_fmt_sizes(buf, sizeof buf, t->sizes, t->ndim));
+    }
+    const tj_record_hook *h = tjc_record_hook();
+    if (h && h->host_read && tjc_op_depth() == 0) h->host_read(h->ctx, t, "tj_item");
+    int64_t zero[TJ_MAX_DIMS] = {0};
+    *value = tj_get(t, zero);
+    return TJ_OK;
+}
+
+tj_status tj_tensor_set_name(tj_tensor *t, const char *name) {
+    if (!t) return tjc_error(TJ_ERR_ARG, "tj_tensor_set_name: tensor is NULL");
+    char *copy = NULL;
+    if (name) {
+        copy = strdup(name);
+        if (!copy) return tjc_error(TJ_ERR_MEMORY, "tj_tensor_set_name: out of memory");
+    }
+    free(t->name);
+    t->name = copy;
+    return TJ_OK;
+}
+
+const char *tj_tensor_name(const tj_tensor *t) { return t ? t->name : NULL; }
+
+/* ---- overlap --------------------------------------------------------------- */
+
+static void extent(const tj_tensor *t, int64_t *lo, int64_t *hi) {
+    *lo = *hi = t->offset;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t span = (t->sizes[d] - 1) * t->strides[d];
+        if (span < 0) *lo += span;
+        else *hi += span;
+    }
+}
+
+bool tjc_may_overlap(const tj_tensor *a, const tj_tensor *b) {
+    if (a->storage != b->storage) return false;
+    if (!tjc_numel(a->sizes, a->ndim) || !tjc_numel(b->sizes, b->ndim)) return false;
+    int64_t alo, ahi, blo, bhi;
+    extent(a, &alo, &ahi);
+    extent(b, &blo, &bhi);
+    int64_t ea = (int64_t)tj_dtype_size(a->dtype), eb = (int64_t)tj_dtype_size(b->dtype);
+    return alo * ea < (bhi + 1) * eb && blo * eb < (ahi + 1) * ea;
+}
+
+bool tjc_has_internal_overlap(const tj_tensor *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] > 1 && t->strides[d] == 0) return true;
+    return false;
+}

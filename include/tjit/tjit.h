@@ -1,0 +1,257 @@
+/* tjit.h — the public API of tjit: tensors, errors, scopes, random generators,
+ * the op table and the generated tj_<op> functions.
+ *
+ * Ownership: every function that returns a tj_tensor* returns a new reference.
+ * Inside a scope (tj_scope_begin/end) that reference belongs to the scope and is
+ * released at tj_scope_end unless tj_keep moved it out; outside any scope the
+ * caller releases it with tj_release. A function given a NULL tensor returns
+ * NULL (or -1), so model code can chain calls and check once.
+ */
+#ifndef TJIT_TJIT_H
+#define TJIT_TJIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- status and errors ------------------------------------------------ */
+
+typedef enum tj_status {
+    TJ_OK = 0,
+    TJ_ERR_ARG,         /* a bad argument: NULL, out of range, wrong kind */
+    TJ_ERR_SHAPE,       /* sizes that do not fit together */
+    TJ_ERR_DTYPE,       /* a dtype the op does not take */
+    TJ_ERR_DEVICE,      /* tensors on different or unsupported devices */
+    TJ_ERR_MEMORY,      /* an allocation failed */
+    TJ_ERR_PARSE,       /* malformed text (IR, schema, .npy) */
+    TJ_ERR_UNSUPPORTED, /* a valid request tjit does not handle */
+    TJ_ERR_IO,          /* a file could not be read or written */
+    TJ_ERR_INTERNAL     /* a broken invariant inside tjit */
+} tj_status;
+
+/* The message of the most recent error on this thread, "" when none. Errors
+ * are sticky: a later call given a NULL input keeps the first message, which
+ * names the root cause. */
+const char *tj_last_error(void);
+tj_status tj_last_status(void);
+void tj_clear_error(void);
+const char *tj_status_name(tj_status s);
+
+/* ---- dtypes and devices ----------------------------------------------- */
+
+typedef enum tj_dtype { TJ_F32, TJ_F64, TJ_I64, TJ_BOOL, TJ_NUM_DTYPES } tj_dtype;
+
+const char *tj_dtype_name(tj_dtype d);     /* "f32", "f64", "i64", "bool" */
+size_t tj_dtype_size(tj_dtype d);
+bool tj_dtype_is_float(tj_dtype d);
+
+typedef enum tj_device_type { TJ_CPU, TJ_CUDA } tj_device_type;
+typedef struct tj_device {
+    tj_device_type type;
+    int index;
+} tj_device;
+
+#define TJ_MAX_DIMS 8
+
+/* ---- tensors ------------------------------------------------------------ */
+
+typedef struct tj_tensor tj_tensor;
+
+tj_tensor *tj_retain(tj_tensor *t); /* returns t */
+void tj_release(tj_tensor *t);      /* NULL is ignored */
+
+tj_tensor *tj_empty(const int64_t *sizes, int ndim, tj_dtype dtype);
+tj_tensor *tj_zeros(const int64_t *sizes, int ndim, tj_dtype dtype);
+tj_tensor *tj_ones(const int64_t *sizes, int ndim, tj_dtype dtype);
+tj_tensor *tj_full(const int64_t *sizes, int ndim, double value, tj_dtype dtype);
+tj_tensor *tj_scalar_tensor(double value, tj_dtype dtype); /* 0-dim */
+/* [start, end) in steps of step, like torch.arange */
+tj_tensor *tj_arange(double start, double end, double step, tj_dtype dtype);
+/* Copies numel * dtype_size bytes from data (row-major). */
+tj_tensor *tj_from_array(const void *data, const int64_t *sizes, int ndim, tj_dtype dtype);
+
+int tj_ndim(const tj_tensor *t);
+const int64_t *tj_sizes(const tj_tensor *t);
+const int64_t *tj_strides(const tj_tensor *t); /* in elements */
+int64_t tj_size(const tj_tensor *t, int dim);  /* negative dims count from the end */
+int64_t tj_numel(const tj_tensor *t);
+int64_t tj_storage_offset(const tj_tensor *t);
+tj_dtype tj_tensor_dtype(const tj_tensor *t);
+tj_device tj_tensor_device(const tj_tensor *t);
+bool tj_is_contiguous(const tj_tensor *t);
+bool tj_shares_storage(const tj_tensor *a, const tj_tensor *b);
+/* Address of element [0,...,0]. Under tracing this records a warning, since
+ * whatever the caller computes from the data is baked into the trace. */
+void *tj_data(tj_tensor *t);
+/* The value of a one-element tensor. */
+tj_status tj_item(const tj_tensor *t, double *value);
+/* Reads element at a multi-index, as double (tests and printing). */
+double tj_get(const tj_tensor *t, const int64_t *index);
+
+/* A printable form like PyTorch's; malloc'd, the caller frees it with free(). */
+char *tj_tensor_to_string(const tj_tensor *t);
+
+/* A tensor's name (parameters are named "fc1.weight" and so on). */
+tj_status tj_tensor_set_name(tj_tensor *t, const char *name);
+const char *tj_tensor_name(const tj_tensor *t); /* NULL when unnamed */
+
+/* ---- scopes --------------------------------------------------------------
+ * Tensors returned to user code while a scope is open belong to it; they are
+ * released at tj_scope_end. tj_keep(t) moves t out of the innermost scope it
+ * belongs to, to the enclosing scope, or to the caller when there is none.
+ * Scopes are per thread and nest. */
+void tj_scope_begin(void);
+void tj_scope_end(void);
+tj_tensor *tj_keep(tj_tensor *t); /* returns t */
+
+/* ---- random numbers -------------------------------------------------------
+ * A counter-based Philox-4x32-10 generator: element i of a draw depends only
+ * on (seed, offset + i), so one seed gives the same numbers whatever the
+ * thread count. Each draw advances the offset by the number of elements. */
+typedef struct tj_generator tj_generator;
+
+tj_generator *tj_generator_new(uint64_t seed);
+void tj_generator_free(tj_generator *g);
+void tj_generator_set_state(tj_generator *g, uint64_t seed, uint64_t offset);
+uint64_t tj_generator_seed(const tj_generator *g);
+uint64_t tj_generator_offset(const tj_generator *g);
+/* Reserves n counters and returns the first one (kernels that draw). */
+uint64_t tj_generator_reserve(tj_generator *g, uint64_t n);
+
+tj_tensor *tj_rand(const int64_t *sizes, int ndim, tj_dtype dtype, tj_generator *g);   /* U[0,1) */
+tj_tensor *tj_randn(const int64_t *sizes, int ndim, tj_dtype dtype, tj_generator *g);  /* N(0,1) */
+tj_tensor *tj_bernoulli(const int64_t *sizes, int ndim, double p, tj_dtype dtype,
+                        tj_generator *g);                                              /* 1 with probability p */
+
+/* ---- the op table ----------------------------------------------------------
+ * Every op is one row of core/ops.def. Its schema follows PyTorch's
+ * native_functions.yaml, e.g. "(Tensor self, Tensor other, *, float alpha=1) -> Tensor".
+ * Tensor arguments are the op's inputs; all others are attributes, in schema
+ * order. */
+
+typedef enum tj_op_kind {
+    TJ_KIND_POINTWISE,
+    TJ_KIND_REDUCTION,
+    TJ_KIND_VIEW,      /* outputs alias input 0 */
+    TJ_KIND_SHAPE,     /* rearranges data into new tensors: cat, stack, contiguous */
+    TJ_KIND_MATMUL,
+    TJ_KIND_CONV,
+    TJ_KIND_NN,        /* pooling, normalisation, softmax, losses, indexing */
+    TJ_KIND_RANDOM,
+    TJ_KIND_COMPOSITE, /* defined by other ops */
+    TJ_NUM_KINDS
+} tj_op_kind;
+
+typedef enum tj_arg_type {
+    TJ_ARG_TENSOR,      /* Tensor */
+    TJ_ARG_TENSOR_OPT,  /* Tensor?   : NULL when absent */
+    TJ_ARG_TENSOR_LIST, /* Tensor[]  : (tj_tensor *const *, int n) */
+    TJ_ARG_INT,         /* int       : int64_t */
+    TJ_ARG_INTS,        /* int[]     : (const int64_t *, int n) */
+    TJ_ARG_FLOAT,       /* float     : double */
+    TJ_ARG_FLOAT_OPT,   /* float?    : double, TJ_NONE when absent */
+    TJ_ARG_FLOATS,      /* float[]   : (const double *, int n) */
+    TJ_ARG_BOOL,        /* bool */
+    TJ_ARG_STR,         /* str       : const char *; str(a|b) takes one of a list */
+    TJ_ARG_DTYPE,       /* ScalarType: tj_dtype */
+    TJ_ARG_GENERATOR    /* Generator?: tj_generator *, NULL for a default one */
+} tj_arg_type;
+
+#define TJ_NONE (__builtin_nan(""))
+bool tj_is_none(double v);
+
+/* One attribute value; which member is live follows the tj_arg_type. */
+typedef struct tj_attr {
+    union {
+        int64_t i;
+        double f;
+        bool b;
+        const char *s;
+        tj_dtype dtype;
+        tj_generator *gen;
+        struct { const int64_t *data; int n; } ints;
+        struct { const double *data; int n; } floats;
+    };
+} tj_attr;
+
+typedef struct tj_arg {
+    const char *name;
+    tj_arg_type type;
+    bool has_default;
+    tj_attr def;       /* the default, when has_default */
+    int fixed_len;     /* int[2]: 2 (a list of one is repeated); 0 when any length */
+    bool kw_only;      /* after '*' */
+    const char *choices; /* str(none|tanh): "none|tanh"; NULL when free text */
+} tj_arg;
+
+#define TJ_MAX_ARGS 16
+
+typedef struct tj_schema {
+    tj_arg args[TJ_MAX_ARGS];
+    int n_args;
+    int n_tensor_args;  /* positions of tensor args in args[] are in tensor_pos */
+    int tensor_pos[TJ_MAX_ARGS];
+    int n_attrs;
+    int attr_pos[TJ_MAX_ARGS];
+    int n_outputs;      /* -1: a list whose length the op decides */
+    bool mutates_self;  /* returns Tensor(a!) */
+    bool aliases_self;  /* outputs are views of input 0 */
+    bool has_tensor_list;
+} tj_schema;
+
+typedef struct tj_op_info tj_op_info;
+
+int tj_op_count(void);
+const tj_op_info *tj_op_at(int id);
+const tj_op_info *tj_op_find(const char *qualified_name); /* "aten::add.Scalar" */
+int tj_op_id(const tj_op_info *op);
+const char *tj_op_name(const tj_op_info *op);       /* "aten::add" */
+const char *tj_op_schema_text(const tj_op_info *op);
+const tj_schema *tj_op_schema(const tj_op_info *op);
+tj_op_kind tj_op_kind_of(const tj_op_info *op);
+const char *tj_op_kind_name(tj_op_kind k);
+/* The in-place form of an op (add -> add_), or NULL. */
+const tj_op_info *tj_op_inplace_variant(const tj_op_info *op);
+
+/* Calls an op through the table: inputs are the tensor arguments in schema
+ * order (a Tensor[] argument contributes all its elements), attrs the others.
+ * Returns the number of outputs written to out, or -1 on error. */
+int tj_invoke(int op_id, tj_tensor *const *inputs, int n_inputs, const tj_attr *attrs,
+              int n_attrs, tj_tensor **out, int out_cap);
+
+/* ---- tracing hook ----------------------------------------------------------
+ * The tracer installs a hook on its thread; core/ calls it for every op called
+ * from user code (not for ops that ops call inside themselves). */
+typedef struct tj_record_hook {
+    void *ctx;
+    /* Before the op runs: inputs are intact even for in-place ops. */
+    void *(*before)(void *ctx, const tj_op_info *op, tj_tensor *const *inputs, int n_inputs,
+                    const tj_attr *attrs, int n_attrs);
+    /* After it ran: out holds its outputs (NULL on failure). */
+    void (*after)(void *ctx, void *token, tj_tensor *const *out, int n_out);
+    /* A tensor made outside any op (tj_full, tj_from_array, ...). */
+    void (*created)(void *ctx, tj_tensor *t);
+    /* User code read a tensor's data on the host. */
+    void (*host_read)(void *ctx, const tj_tensor *t, const char *what);
+} tj_record_hook;
+
+/* Installs hook on this thread (NULL removes it); returns the previous one. */
+const tj_record_hook *tj_set_record_hook(const tj_record_hook *hook);
+
+/* ---- threads --------------------------------------------------------------- */
+void tj_set_num_threads(int n);
+int tj_get_num_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef TJIT_NO_OPS_API /* defined only while the generator itself builds */
+#include "tjit/ops_api.h" /* generated from core/ops.def: tj_add, tj_sum, ... */
+#endif
+
+#endif

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Installs what tjit needs to build and test on Debian 12, only what is
+# missing, without prompting. Run by `make demo`, `make test` and `make bench`.
+set -e
+pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-dev"
+[ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "tjit: installing$missing"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
