@@ -234,8 +234,9 @@ tj_status tjc_parse_schema(const char *text, tj_schema *s) {
         arg->name = dup_range(name, strlen(name));
         arg->kw_only = kw_only;
         if (mutates) {
-            if (s->n_args != 0) return fail(&c, "only the first argument to be mutated");
-            s->mutates_self = true;
+            arg->mutated = true;
+            s->mutates_inputs = true;
+            if (s->n_args == 0) s->mutates_self = true;
         }
         if (eat(&c, "=") && (st = parse_default(&c, arg))) return st;
         bool is_tensor = arg->type == TJ_ARG_TENSOR || arg->type == TJ_ARG_TENSOR_OPT ||

@@ -186,6 +186,7 @@ typedef struct tj_arg {
     int fixed_len;     /* int[2]: 2 (a list of one is repeated); 0 when any length */
     bool kw_only;      /* after '*' */
     const char *choices; /* str(none|tanh): "none|tanh"; NULL when free text */
+    bool mutated;      /* Tensor(b!): the op writes into this input */
 } tj_arg;
 
 #define TJ_MAX_ARGS 16
@@ -199,6 +200,7 @@ typedef struct tj_schema {
     int attr_pos[TJ_MAX_ARGS];
     int n_outputs;      /* -1: a list whose length the op decides */
     bool mutates_self;  /* returns Tensor(a!) */
+    bool mutates_inputs; /* some argument is written in place (Tensor(b!)) */
     bool aliases_self;  /* outputs are views of input 0 */
     bool has_tensor_list;
 } tj_schema;
