@@ -1,5 +1,6 @@
 /* pointwise_rule.c — shape and dtype rules of pointwise ops and copies:
  * broadcasting and PyTorch's type promotion. */
+#include <math.h>
 #include <string.h>
 
 #include "core.h"
@@ -102,6 +103,22 @@ static tj_status check_inplace(const tj_op_info *op, const tj_tensor *self, cons
     return TJ_OK;
 }
 
+/* An integer computation would silently truncate a float argument (alpha=0.5
+ * would add nothing), so, as PyTorch does, only whole numbers are taken. */
+static tj_status check_integer_params(const tjc_call *c, tj_dtype compute) {
+    if (tj_dtype_is_float(compute)) return TJ_OK;
+    const tj_schema *s = &c->op->schema;
+    for (int k = 0; k < s->n_attrs; k++) {
+        const tj_arg *arg = &s->args[s->attr_pos[k]];
+        double v = c->attr[k].f;
+        if (arg->type != TJ_ARG_FLOAT || (isfinite(v) && v == nearbyint(v))) continue;
+        return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is %g, but an op on %s tensors takes "
+                         "only whole numbers there; convert the inputs to a floating dtype first",
+                         c->op->name, arg->name, v, tj_dtype_name(compute));
+    }
+    return TJ_OK;
+}
+
 tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out) {
     const tj_op_info *op = c->op;
     int64_t sizes[TJ_MAX_DIMS];
@@ -116,6 +133,7 @@ tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out) {
     }
     tj_dtype compute, result;
     if ((st = tjc_pw_types(op, c->in, c->n_in, &compute, &result))) return st;
+    if ((st = check_integer_params(c, compute))) return st;
     *n_out = 1;
     if (op->inplace_of >= 0) {
         if ((st = check_inplace(op, c->in[0], sizes, ndim, result))) return st;

@@ -1,35 +1,11 @@
-/* tensor.c — tensors and storage: allocation, views, creation functions,
- * accessors, names and overlap queries. */
+/* tensor.c — tensors: allocation, views, creation functions, accessors,
+ * names and overlap queries (storage blocks come from storage.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
-
-/* ---- storage --------------------------------------------------------------- */
-
-static tjc_storage *storage_new(size_t nbytes) {
-    tjc_storage *s = malloc(sizeof *s);
-    if (!s) return NULL;
-    /* 64-byte alignment keeps vector loads aligned at offset 0 */
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    s->data = aligned_alloc(64, rounded ? rounded : 64);
-    if (!s->data) {
-        free(s);
-        return NULL;
-    }
-    atomic_init(&s->refcount, 1);
-    s->nbytes = nbytes;
-    s->device = (tj_device){TJ_CPU, 0};
-    return s;
-}
-
-static void storage_release(tjc_storage *s) {
-    if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) == 1) {
-        free(s->data);
-        free(s);
-    }
-}
+#include "storage.h"
 
 /* ---- tensors --------------------------------------------------------------- */
 
@@ -74,7 +50,7 @@ tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
         return NULL;
     }
     int64_t n = tjc_contiguous_strides(sizes, ndim, t->strides);
-    t->storage = storage_new((size_t)n * tj_dtype_size(dtype));
+    t->storage = tjc_storage_new((size_t)n * tj_dtype_size(dtype));
     if (!t->storage) {
         free(t);
         char buf[TJC_SIZES_BUF];
@@ -117,7 +93,7 @@ tj_tensor *tj_retain(tj_tensor *t) {
 void tj_release(tj_tensor *t) {
     if (!t) return;
     if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1) {
-        storage_release(t->storage);
+        tjc_storage_release(t->storage);
         free(t->name);
         free(t);
     }

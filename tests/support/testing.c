@@ -6,6 +6,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char context[256];
+
+void tt_context(const char *fmt, ...) {
+    context[0] = '\0';
+    if (!fmt) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+}
+
+/* "file:line: " plus the context, when one is set */
+static void where(const char *file, int line) {
+    fprintf(stderr, "%s:%d: %s%s", file, line, context, context[0] ? ": " : "");
+}
+
 int tt_next_index(int64_t *index, const int64_t *sizes, int ndim) {
     for (int d = ndim - 1; d >= 0; d--) {
         if (++index[d] < sizes[d]) return 1;
@@ -51,8 +67,13 @@ double tt_ref_bcast(const tt_ref *r, const int64_t *out_index, int out_ndim) {
     return r->v[off];
 }
 
+/* The helpers open a scope of their own and tj_keep their result, so it ends
+ * up where any tj_ function's result would: in the caller's scope when one is
+ * open, else owned by the caller. Temporaries never leak into (or get released
+ * twice by) the caller's scope. */
 tj_tensor *tt_random(tj_generator *g, const int64_t *sizes, int ndim, tj_dtype dtype, double lo,
                      double hi) {
+    tj_scope_begin();
     tj_tensor *u = tj_rand(sizes, ndim, TJ_F64, g);
     assert_non_null(u);
     tj_tensor *t = tj_empty(sizes, ndim, dtype);
@@ -70,24 +91,30 @@ tj_tensor *tt_random(tj_generator *g, const int64_t *sizes, int ndim, tj_dtype d
         default: break;
         }
     }
-    tj_release(u);
+    tj_keep(t);
+    tj_scope_end();
     return t;
 }
 
 tj_tensor *tt_noncontiguous(tj_generator *g, tj_tensor *t) {
     /* a buffer twice as wide in the last dim, then a strided slice of it */
     int nd = tj_ndim(t);
-    if (nd == 0) return tj_retain(t);
-    int64_t sizes[TJ_MAX_DIMS];
-    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
-    sizes[nd - 1] *= 2;
-    tj_tensor *big = tt_random(g, sizes, nd, tj_tensor_dtype(t), -1, 1);
-    tj_tensor *view = tj_slice(big, nd - 1, 1, sizes[nd - 1], 2);
-    assert_non_null(view);
-    tj_tensor *r = tj_copy_(view, t);
-    assert_non_null(r);
-    tj_release(r);
-    tj_release(big);
+    tj_scope_begin();
+    tj_tensor *view;
+    if (nd == 0) {
+        view = tj_clone(t);
+        assert_non_null(view);
+    } else {
+        int64_t sizes[TJ_MAX_DIMS];
+        memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
+        sizes[nd - 1] *= 2;
+        tj_tensor *big = tt_random(g, sizes, nd, tj_tensor_dtype(t), -1, 1);
+        view = tj_slice(big, nd - 1, 1, sizes[nd - 1], 2);
+        assert_non_null(view);
+        assert_non_null(tj_copy_(view, t));
+    }
+    tj_keep(view);
+    tj_scope_end();
     return view;
 }
 
@@ -100,16 +127,17 @@ static int close_enough(double got, double want, double rtol, double atol) {
 void tt_assert_close_ref_(const tj_tensor *t, const tt_ref *expected, double rtol, double atol,
                           const char *file, int line) {
     if (!t) {
-        fprintf(stderr, "%s:%d: tensor is NULL (%s)\n", file, line, tj_last_error());
+        where(file, line);
+        fprintf(stderr, "tensor is NULL (%s)\n", tj_last_error());
         _fail(file, line);
     }
     tt_assert_sizes_(t, expected->sizes, expected->ndim, file, line);
     tt_ref got = tt_ref_of(t);
     for (int64_t i = 0; i < got.numel; i++) {
         if (!close_enough(got.v[i], expected->v[i], rtol, atol)) {
-            fprintf(stderr, "%s:%d: element %lld: got %.17g, expected %.17g (dtype %s)\n", file,
-                    line, (long long)i, got.v[i], expected->v[i],
-                    tj_dtype_name(tj_tensor_dtype(t)));
+            where(file, line);
+            fprintf(stderr, "element %lld: got %.17g, expected %.17g (dtype %s)\n",
+                    (long long)i, got.v[i], expected->v[i], tj_dtype_name(tj_tensor_dtype(t)));
             tt_ref_free(&got);
             _fail(file, line);
         }
@@ -120,20 +148,22 @@ void tt_assert_close_ref_(const tj_tensor *t, const tt_ref *expected, double rto
 void tt_assert_values_(const tj_tensor *t, const double *expected, int64_t n, double tol,
                        const char *file, int line) {
     if (!t) {
-        fprintf(stderr, "%s:%d: tensor is NULL (%s)\n", file, line, tj_last_error());
+        where(file, line);
+        fprintf(stderr, "tensor is NULL (%s)\n", tj_last_error());
         _fail(file, line);
     }
     tt_ref got = tt_ref_of(t);
     if (got.numel != n) {
-        fprintf(stderr, "%s:%d: %lld elements, expected %lld\n", file, line,
-                (long long)got.numel, (long long)n);
+        where(file, line);
+        fprintf(stderr, "%lld elements, expected %lld\n", (long long)got.numel, (long long)n);
         tt_ref_free(&got);
         _fail(file, line);
     }
     for (int64_t i = 0; i < n; i++)
         if (!close_enough(got.v[i], expected[i], 0, tol)) {
-            fprintf(stderr, "%s:%d: element %lld: got %.17g, expected %.17g\n", file, line,
-                    (long long)i, got.v[i], expected[i]);
+            where(file, line);
+            fprintf(stderr, "element %lld: got %.17g, expected %.17g\n", (long long)i, got.v[i],
+                    expected[i]);
             tt_ref_free(&got);
             _fail(file, line);
         }
@@ -143,8 +173,8 @@ void tt_assert_values_(const tj_tensor *t, const double *expected, int64_t n, do
 void tt_assert_error_(const char *needle, const char *file, int line) {
     const char *msg = tj_last_error();
     if (!strstr(msg, needle)) {
-        fprintf(stderr, "%s:%d: last error \"%s\" does not contain \"%s\"\n", file, line, msg,
-                needle);
+        where(file, line);
+        fprintf(stderr, "last error \"%s\" does not contain \"%s\"\n", msg, needle);
         _fail(file, line);
     }
 }
@@ -154,7 +184,8 @@ void tt_assert_sizes_(const tj_tensor *t, const int64_t *sizes, int ndim, const 
     int ok = tj_ndim(t) == ndim;
     for (int d = 0; ok && d < ndim; d++) ok = tj_sizes(t)[d] == sizes[d];
     if (!ok) {
-        fprintf(stderr, "%s:%d: sizes differ: got %d dims [", file, line, tj_ndim(t));
+        where(file, line);
+        fprintf(stderr, "sizes differ: got %d dims [", tj_ndim(t));
         for (int d = 0; d < tj_ndim(t); d++) fprintf(stderr, d ? ", %lld" : "%lld", (long long)tj_sizes(t)[d]);
         fprintf(stderr, "], expected %d dims [", ndim);
         for (int d = 0; d < ndim; d++) fprintf(stderr, d ? ", %lld" : "%lld", (long long)sizes[d]);

@@ -29,11 +29,12 @@ double tt_ref_bcast(const tt_ref *r, const int64_t *out_index, int out_ndim);
 int tt_next_index(int64_t *index, const int64_t *sizes, int ndim);
 
 /* Random values: uniform in [lo, hi) for floats, integers in [lo, hi] for i64,
- * coin flips for bool. Deterministic per generator. */
+ * coin flips for bool. Deterministic per generator. Like a tj_ function's
+ * result, the tensor belongs to the innermost open scope, else to the caller. */
 tj_tensor *tt_random(tj_generator *g, const int64_t *sizes, int ndim, tj_dtype dtype, double lo,
                      double hi);
-/* The same values laid out non-contiguously (a transposed or strided view of a
- * bigger buffer); the result is a new reference. */
+/* The same values laid out non-contiguously (a strided view of a bigger
+ * buffer; 0-dim tensors are cloned); owned like tt_random's result. */
 tj_tensor *tt_noncontiguous(tj_generator *g, tj_tensor *t);
 
 /* Fails the test (with the position and both values) unless every element of
@@ -51,6 +52,10 @@ void tt_assert_error_(const char *needle, const char *file, int line);
 #define tt_assert_error(needle) tt_assert_error_(needle, __FILE__, __LINE__)
 void tt_assert_sizes_(const tj_tensor *t, const int64_t *sizes, int ndim, const char *file, int line);
 #define tt_assert_sizes(t, sizes, ndim) tt_assert_sizes_(t, sizes, ndim, __FILE__, __LINE__)
+
+/* Names the case being checked in the messages of failing tt_assert_*
+ * calls (printf-style; NULL clears it). */
+void tt_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Tolerances for comparing a kernel's result in dtype against a double reference. */
 double tt_rtol(tj_dtype d);
