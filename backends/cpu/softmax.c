@@ -1,0 +1,108 @@
+/* softmax.c — CPU kernels of softmax, log_softmax, _softmax_backward_data
+ * and _log_softmax_backward_data (rows of core/ops_nn.def). Numerically
+ * stable: the row maximum is subtracted before exponentiating. The loops are
+ * in softmax_t.inc; f32 uses a vectorisable exp (below), f64 libm's. */
+#include <math.h>
+#include <string.h>
+
+#include "nn.h"
+
+/* exp(x) in f32 for x <= 88 (softmax only exponentiates x - max <= 0, and
+ * log_softmax's backward exp(log-probabilities)): Cody-Waite reduction to
+ * x = n ln2 + r, |r| <= ln2/2, and Cephes' degree-7 polynomial for exp(r),
+ * within 2 ulp. Written with selects instead of branches so that loops over
+ * it vectorise; results below FLT_MIN flush to 0 (so exp(-inf) is 0) and
+ * NaN stays NaN. */
+static inline float nn_expf(float x) {
+    float xc = x > -87.0f ? x : -87.0f;
+    xc = xc < 88.0f ? xc : 88.0f;
+    /* round to nearest by the 1.5 * 2^23 trick: exact in the default mode */
+    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23; /* n in [-126, 127]: a normal power of two */
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    float y = x > -87.0f ? p * scale : 0.0f;
+    return x != x ? x : y;
+}
+
+enum { LANES = 16 };
+
+#define T float
+#define FN(name) name##_f32
+#define EXP(x) nn_expf(x)
+#include "softmax_t.inc"
+#undef T
+#undef FN
+#undef EXP
+#define T double
+#define FN(name) name##_f64
+#define EXP(x) exp(x)
+#include "softmax_t.inc"
+#undef T
+#undef FN
+#undef EXP
+
+static tj_status softmax_forward(const tjc_call *c, bool log_form) {
+    int dim;
+    tj_status st = tjc_wrap_dim(c->op->name, c->attr[0].i, c->in[0]->ndim, &dim);
+    if (st) return st;
+    tj_tensor *x = tjnn_contig(c->in[0]);
+    if (!x) return tj_last_status();
+    int64_t outer, n, inner;
+    tjnn_split(x, dim, &outer, &n, &inner);
+    void *xp = tjc_data_ptr(x), *yp = tjc_data_ptr(c->out[0]);
+    if (x->dtype == TJ_F32) {
+        if (inner == 1) softmax_rows_f32(xp, yp, outer, n, log_form);
+        else softmax_cols_f32(xp, yp, outer, n, inner, log_form);
+    } else {
+        if (inner == 1) softmax_rows_f64(xp, yp, outer, n, log_form);
+        else softmax_cols_f64(xp, yp, outer, n, inner, log_form);
+    }
+    tj_release(x);
+    return TJ_OK;
+}
+
+tj_status tjcpu_softmax(const tjc_call *c) { return softmax_forward(c, false); }
+tj_status tjcpu_log_softmax(const tjc_call *c) { return softmax_forward(c, true); }
+
+/* in: grad_output, output; attrs: dim, input_dtype. Computed in output's
+ * dtype and converted when input_dtype differs. */
+static tj_status softmax_backward(const tjc_call *c, bool log_form) {
+    int dim;
+    tj_status st = tjc_wrap_dim(c->op->name, c->attr[0].i, c->in[1]->ndim, &dim);
+    if (st) return st;
+    tj_tensor *g = tjnn_contig(c->in[0]), *y = tjnn_contig(c->in[1]), *gi = NULL;
+    if (g && y)
+        gi = y->dtype == c->out[0]->dtype ? tj_retain(c->out[0])
+                                          : tjc_alloc(y->sizes, y->ndim, y->dtype);
+    if (!g || !y || !gi) {
+        st = tj_last_status();
+    } else {
+        int64_t outer, n, inner;
+        tjnn_split(y, dim, &outer, &n, &inner);
+        void *gp = tjc_data_ptr(g), *yp = tjc_data_ptr(y), *op = tjc_data_ptr(gi);
+        if (y->dtype == TJ_F32) {
+            if (inner == 1) softmax_back_rows_f32(gp, yp, op, outer, n, log_form);
+            else softmax_back_cols_f32(gp, yp, op, outer, n, inner, log_form);
+        } else {
+            if (inner == 1) softmax_back_rows_f64(gp, yp, op, outer, n, log_form);
+            else softmax_back_cols_f64(gp, yp, op, outer, n, inner, log_form);
+        }
+        if (gi != c->out[0]) st = tjcpu_copy(c->out[0], gi);
+    }
+    tj_release(g), tj_release(y), tj_release(gi);
+    return st;
+}
+
+tj_status tjcpu_softmax_backward_data(const tjc_call *c) { return softmax_backward(c, false); }
+tj_status tjcpu_log_softmax_backward_data(const tjc_call *c) { return softmax_backward(c, true); }
