@@ -158,12 +158,13 @@ tj_status tjc_infer_to_dtype(const tjc_call *c, int *n_out) {
 
 tj_status tjc_infer_copy_(const tjc_call *c, int *n_out) {
     const tj_tensor *self = c->in[0], *src = c->in[1];
-    int64_t sizes[TJ_MAX_DIMS];
-    int ndim;
-    tj_status st = tjc_broadcast_shapes(c->op->name, self->sizes, self->ndim, src->sizes,
-                                        src->ndim, sizes, &ndim);
-    if (st) return st;
-    if (ndim != self->ndim || memcmp(sizes, self->sizes, sizeof(int64_t) * (size_t)ndim) != 0) {
+    /* one-way broadcasting: src stretches to self, never the other way */
+    bool fits = src->ndim <= self->ndim;
+    for (int d = 0; fits && d < src->ndim; d++) {
+        int64_t s = src->sizes[d], t = self->sizes[self->ndim - src->ndim + d];
+        fits = s == t || s == 1;
+    }
+    if (!fits) {
         char bs[TJC_SIZES_BUF], bb[TJC_SIZES_BUF];
         return tjc_error(TJ_ERR_SHAPE, "%s: source of sizes %s cannot be broadcast to the "
                          "destination's sizes %s", c->op->name,
