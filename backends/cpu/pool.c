@@ -1,0 +1,163 @@
+/* pool.c — CPU kernels of max_pool2d(_with_indices), avg_pool2d,
+ * adaptive_avg_pool2d and their backward ops. The typed loops are in
+ * pool_impl.h; this file picks the type and splits the N * C planes across
+ * threads (planes never share output elements, backward ones included). */
+#include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/linalg.h"
+#include "cpu.h"
+
+#define T float
+#define SFX f32
+#include "pool_impl.h"
+#undef T
+#undef SFX
+#define T double
+#define SFX f64
+#include "pool_impl.h"
+#undef T
+#undef SFX
+
+/* [n, c, h, w] element strides of a 3-D or 4-D tensor (n's is 0 when unbatched). */
+static void strides4(const tj_tensor *t, int64_t *s) {
+    int b = t->ndim == 4;
+    s[0] = b ? t->strides[0] : 0;
+    s[1] = t->strides[b], s[2] = t->strides[b + 1], s[3] = t->strides[b + 2];
+}
+
+static int plane_threads(const tjc_pool_geom *g, int64_t per_cell) {
+    int64_t planes = g->n * g->c;
+    int t = tjcpu_threads_for(planes * g->oh * g->ow * per_cell);
+    return t > planes ? (int)(planes > 0 ? planes : 1) : t;
+}
+
+/* Runs body over the planes, one static range [p0, p1) per thread, with the
+ * `threads` of the calling scope. */
+#define OVER_PLANES(g, body)                                                            \
+    do {                                                                                \
+        int64_t planes_ = (g)->n * (g)->c;                                              \
+        _Pragma("omp parallel num_threads(threads) if (threads > 1)")                  \
+        {                                                                               \
+            int64_t t_ = omp_get_thread_num(), nt_ = omp_get_num_threads();             \
+            int64_t p0 = planes_ * t_ / nt_, p1 = planes_ * (t_ + 1) / nt_;             \
+            body;                                                                       \
+        }                                                                               \
+    } while (0)
+
+tj_status tjcpu_max_pool2d(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t xs[4];
+    strides4(c->in[0], xs);
+    const char *x = tjc_data_ptr(c->in[0]);
+    char *out = tjc_data_ptr(c->out[0]);
+    int64_t *ind = c->n_out > 1 ? (int64_t *)tjc_data_ptr(c->out[1]) : NULL;
+    int threads = plane_threads(&g, g.kh * g.kw);
+    if (c->in[0]->dtype == TJ_F32)
+        OVER_PLANES(&g, max_pool_f32(&g, x, xs, (float *)out, ind, p0, p1));
+    else
+        OVER_PLANES(&g, max_pool_f64(&g, x, xs, (double *)out, ind, p0, p1));
+    return TJ_OK;
+}
+
+tj_status tjcpu_max_pool2d_backward(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t gs[4], is[4];
+    strides4(c->in[0], gs);
+    strides4(c->in[2], is);
+    const char *go = tjc_data_ptr(c->in[0]), *ind = tjc_data_ptr(c->in[2]);
+    tj_tensor *gi = c->out[0];
+    char *gid = tjc_data_ptr(gi);
+    memset(gid, 0, (size_t)tjc_numel(gi->sizes, gi->ndim) * tj_dtype_size(gi->dtype));
+    int threads = plane_threads(&g, 1);
+    atomic_bool bad = false;
+    if (gi->dtype == TJ_F32)
+        OVER_PLANES(&g, if (!max_pool_backward_f32(&g, go, gs, ind, is, (float *)gid, p0, p1))
+                            atomic_store(&bad, true));
+    else
+        OVER_PLANES(&g, if (!max_pool_backward_f64(&g, go, gs, ind, is, (double *)gid, p0, p1))
+                            atomic_store(&bad, true));
+    if (atomic_load(&bad))
+        return tjc_error(TJ_ERR_ARG, "%s: an element of 'indices' lies outside its %lldx%lld "
+                         "input plane", c->op->name, (long long)g.h, (long long)g.w);
+    return TJ_OK;
+}
+
+tj_status tjcpu_avg_pool2d(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t xs[4];
+    strides4(c->in[0], xs);
+    const char *x = tjc_data_ptr(c->in[0]);
+    char *out = tjc_data_ptr(c->out[0]);
+    int threads = plane_threads(&g, g.kh * g.kw);
+    if (c->in[0]->dtype == TJ_F32)
+        OVER_PLANES(&g, avg_pool_f32(&g, x, xs, (float *)out, p0, p1));
+    else
+        OVER_PLANES(&g, avg_pool_f64(&g, x, xs, (double *)out, p0, p1));
+    return TJ_OK;
+}
+
+tj_status tjcpu_avg_pool2d_backward(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t gs[4];
+    strides4(c->in[0], gs);
+    const char *go = tjc_data_ptr(c->in[0]);
+    tj_tensor *gi = c->out[0];
+    char *gid = tjc_data_ptr(gi);
+    memset(gid, 0, (size_t)tjc_numel(gi->sizes, gi->ndim) * tj_dtype_size(gi->dtype));
+    int threads = plane_threads(&g, g.kh * g.kw);
+    if (gi->dtype == TJ_F32)
+        OVER_PLANES(&g, avg_pool_backward_f32(&g, go, gs, (float *)gid, p0, p1));
+    else
+        OVER_PLANES(&g, avg_pool_backward_f64(&g, go, gs, (double *)gid, p0, p1));
+    return TJ_OK;
+}
+
+/* Cells per window on average, for the thread decision. */
+static int64_t adaptive_cell(const tjc_pool_geom *g) {
+    return ((g->h + g->oh - 1) / g->oh + 1) * ((g->w + g->ow - 1) / g->ow + 1);
+}
+
+tj_status tjcpu_adaptive_avg_pool2d(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t xs[4];
+    strides4(c->in[0], xs);
+    const char *x = tjc_data_ptr(c->in[0]);
+    char *out = tjc_data_ptr(c->out[0]);
+    int threads = plane_threads(&g, adaptive_cell(&g));
+    if (c->in[0]->dtype == TJ_F32)
+        OVER_PLANES(&g, adaptive_avg_f32(&g, x, xs, (float *)out, p0, p1));
+    else
+        OVER_PLANES(&g, adaptive_avg_f64(&g, x, xs, (double *)out, p0, p1));
+    return TJ_OK;
+}
+
+tj_status tjcpu_adaptive_avg_pool2d_backward(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t gs[4];
+    strides4(c->in[0], gs);
+    const char *go = tjc_data_ptr(c->in[0]);
+    tj_tensor *gi = c->out[0];
+    char *gid = tjc_data_ptr(gi);
+    memset(gid, 0, (size_t)tjc_numel(gi->sizes, gi->ndim) * tj_dtype_size(gi->dtype));
+    int threads = plane_threads(&g, adaptive_cell(&g));
+    if (gi->dtype == TJ_F32)
+        OVER_PLANES(&g, adaptive_avg_backward_f32(&g, go, gs, (float *)gid, p0, p1));
+    else
+        OVER_PLANES(&g, adaptive_avg_backward_f64(&g, go, gs, (double *)gid, p0, p1));
+    return TJ_OK;
+}

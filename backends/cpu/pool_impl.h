@@ -1,0 +1,147 @@
+/* pool_impl.h — the typed loops of pool.c, included once per element type with
+ * T (the type) and SFX (its name suffix) defined. Each function handles the
+ * planes [p0, p1) of the N * C planes; planes are independent, so pool.c splits
+ * them across threads. x is read through its strides (xs: n, c, h, w);
+ * outputs and gradients of the input are contiguous. */
+#define CAT_(a, b) a##_##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, SFX)
+
+/* Element (n, c, y, x) of a strided 4-D operand given plane p = n * C + c. */
+#define AT(base, s, p, y, xx) \
+    (((const T *)(base))[((p) / g->c) * (s)[0] + ((p) % g->c) * (s)[1] + (y) * (s)[2] + (xx) * (s)[3]])
+
+static void FN(max_pool)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
+                         int64_t *ind, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        T *o = out + p * g->oh * g->ow;
+        int64_t *io = ind ? ind + p * g->oh * g->ow : NULL;
+        for (int64_t oh = 0; oh < g->oh; oh++) {
+            int64_t hs = oh * g->sh - g->ph, he = hs + (g->kh - 1) * g->dh + 1;
+            if (he > g->h) he = g->h;
+            while (hs < 0) hs += g->dh;
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t ws = ow * g->sw - g->pw, we = ws + (g->kw - 1) * g->dw + 1;
+                if (we > g->w) we = g->w;
+                while (ws < 0) ws += g->dw;
+                T best = -(T)INFINITY;
+                int64_t at = hs * g->w + ws;
+                for (int64_t y = hs; y < he; y += g->dh)
+                    for (int64_t xx = ws; xx < we; xx += g->dw) {
+                        T v = AT(x, xs, p, y, xx);
+                        /* NaN wins, as in PyTorch */
+                        if (v > best || v != v) {
+                            best = v;
+                            at = y * g->w + xx;
+                        }
+                    }
+                o[oh * g->ow + ow] = best;
+                if (io) io[oh * g->ow + ow] = at;
+            }
+        }
+    }
+}
+
+/* Returns false when an index lies outside its plane. */
+static bool FN(max_pool_backward)(const tjc_pool_geom *g, const char *go, const int64_t *gs,
+                                  const char *ind, const int64_t *is, T *gi, int64_t p0,
+                                  int64_t p1) {
+    int64_t hw = g->h * g->w;
+    for (int64_t p = p0; p < p1; p++) {
+        T *plane = gi + p * hw;
+        for (int64_t y = 0; y < g->oh; y++)
+            for (int64_t xx = 0; xx < g->ow; xx++) {
+                int64_t k = ((const int64_t *)ind)[(p / g->c) * is[0] + (p % g->c) * is[1] +
+                                                   y * is[2] + xx * is[3]];
+                if (k < 0 || k >= hw) return false;
+                plane[k] += AT(go, gs, p, y, xx);
+            }
+    }
+    return true;
+}
+
+/* The window of average-pooling cell (oh, ow) clipped to the input, and its
+ * divisor, exactly as PyTorch's avg_pool2d computes them. */
+static inline int64_t FN(avg_window)(const tjc_pool_geom *g, int64_t oh, int64_t ow, int64_t *hs,
+                                     int64_t *he, int64_t *ws, int64_t *we) {
+    *hs = oh * g->sh - g->ph, *ws = ow * g->sw - g->pw;
+    *he = *hs + g->kh, *we = *ws + g->kw;
+    if (*he > g->h + g->ph) *he = g->h + g->ph;
+    if (*we > g->w + g->pw) *we = g->w + g->pw;
+    int64_t padded = (*he - *hs) * (*we - *ws);
+    if (*hs < 0) *hs = 0;
+    if (*ws < 0) *ws = 0;
+    if (*he > g->h) *he = g->h;
+    if (*we > g->w) *we = g->w;
+    return g->count_include_pad ? padded : (*he - *hs) * (*we - *ws);
+}
+
+static void FN(avg_pool)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
+                         int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        T *o = out + p * g->oh * g->ow;
+        for (int64_t oh = 0; oh < g->oh; oh++)
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t hs, he, ws, we, div = FN(avg_window)(g, oh, ow, &hs, &he, &ws, &we);
+                double sum = 0;
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) sum += AT(x, xs, p, y, xx);
+                o[oh * g->ow + ow] = (hs >= he || ws >= we) ? (T)0 : (T)(sum / (double)div);
+            }
+    }
+}
+
+static void FN(avg_pool_backward)(const tjc_pool_geom *g, const char *go, const int64_t *gs,
+                                  T *gi, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        T *plane = gi + p * g->h * g->w;
+        for (int64_t oh = 0; oh < g->oh; oh++)
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t hs, he, ws, we, div = FN(avg_window)(g, oh, ow, &hs, &he, &ws, &we);
+                if (hs >= he || ws >= we) continue;
+                T v = (T)(AT(go, gs, p, oh, ow) / (double)div);
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) plane[y * g->w + xx] += v;
+            }
+    }
+}
+
+static void FN(adaptive_avg)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
+                             int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        T *o = out + p * g->oh * g->ow;
+        for (int64_t oh = 0; oh < g->oh; oh++) {
+            int64_t hs = tjc_adaptive_start(oh, g->h, g->oh), he = tjc_adaptive_end(oh, g->h, g->oh);
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t ws = tjc_adaptive_start(ow, g->w, g->ow);
+                int64_t we = tjc_adaptive_end(ow, g->w, g->ow);
+                double sum = 0;
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) sum += AT(x, xs, p, y, xx);
+                o[oh * g->ow + ow] = (T)(sum / (double)((he - hs) * (we - ws)));
+            }
+        }
+    }
+}
+
+static void FN(adaptive_avg_backward)(const tjc_pool_geom *g, const char *go, const int64_t *gs,
+                                      T *gi, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        T *plane = gi + p * g->h * g->w;
+        for (int64_t oh = 0; oh < g->oh; oh++) {
+            int64_t hs = tjc_adaptive_start(oh, g->h, g->oh), he = tjc_adaptive_end(oh, g->h, g->oh);
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t ws = tjc_adaptive_start(ow, g->w, g->ow);
+                int64_t we = tjc_adaptive_end(ow, g->w, g->ow);
+                T v = (T)(AT(go, gs, p, oh, ow) / (double)((he - hs) * (we - ws)));
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) plane[y * g->w + xx] += v;
+            }
+        }
+    }
+}
+
+#undef AT
+#undef FN
+#undef CAT
+#undef CAT_
