@@ -254,6 +254,7 @@ int tj_get_num_threads(void);
 
 #ifndef TJIT_NO_OPS_API /* defined only while the generator itself builds */
 #include "tjit/ops_api.h" /* generated from core/ops.def: tj_add, tj_sum, ... */
+#include "tjit/ir.h"      /* graphs: build, print, parse, verify */
 #endif
 
 #endif

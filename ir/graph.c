@@ -1,0 +1,506 @@
+/* graph.c — graphs, blocks, nodes and values: creation, the node list with
+ * its topological positions, use lists, names, and the editing API passes use
+ * (insert, move, destroy, replace uses). Attributes live in attrs.c, copies in
+ * clone.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir_internal.h"
+
+/* ---- creation ---------------------------------------------------------------- */
+
+tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs) {
+    tj_node *n = tjir_alloc(&g->arena, sizeof *n);
+    if (!n) return NULL;
+    n->kind = kind;
+    n->graph = g;
+    n->id = g->next_node_id++;
+    n->all_next = g->all_nodes;
+    g->all_nodes = n;
+    for (int i = 0; i < n_outputs; i++)
+        if (!tj_node_add_output(n, NULL)) return NULL;
+    return n;
+}
+
+tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
+    tj_value *v = tjir_alloc(&g->arena, sizeof *v);
+    if (!v) return NULL;
+    v->node = n;
+    v->id = g->next_value_id++;
+    v->type = type ? *type : tj_type_tensor();
+    return v;
+}
+
+tj_graph *tj_graph_new(void) {
+    tj_graph *g = calloc(1, sizeof *g);
+    if (!g) {
+        tjc_error(TJ_ERR_MEMORY, "tj_graph_new: out of memory");
+        return NULL;
+    }
+    tjir_map_init(&g->names, true);
+    g->block.graph = g;
+    g->block.param = tjir_node_new(g, TJ_NODE_PARAM, 0);
+    g->block.ret = tjir_node_new(g, TJ_NODE_RETURN, 0);
+    if (!g->block.param || !g->block.ret) {
+        tj_graph_free(g);
+        return NULL;
+    }
+    g->block.param->block = g->block.ret->block = &g->block;
+    g->block.param->pos = TJIR_POS_MIN - 1;
+    g->block.ret->pos = TJIR_POS_MAX + 1;
+    return g;
+}
+
+void tjir_release_node(tj_node *n) {
+    if (n->tensor) tj_release(n->tensor);
+    n->tensor = NULL;
+    if (n->subgraph) {
+        n->subgraph->owner = NULL;
+        tj_graph_free(n->subgraph);
+    }
+    n->subgraph = NULL;
+}
+
+void tj_graph_free(tj_graph *g) {
+    if (!g || g->owner) return;
+    for (tj_node *n = g->all_nodes; n; n = n->all_next)
+        if (!n->destroyed) tjir_release_node(n);
+    tjir_map_clear(&g->names);
+    tjir_arena_free(&g->arena);
+    free(g);
+}
+
+tj_block *tj_graph_block(tj_graph *g) { return g ? &g->block : NULL; }
+tj_node *tj_graph_owner(const tj_graph *g) { return g ? g->owner : NULL; }
+
+/* ---- use lists ------------------------------------------------------------------- */
+
+bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index) {
+    if (!tjir_grow(&g->arena, (void **)&v->uses, &v->cap_uses, v->n_uses + 1, sizeof(tj_use)))
+        return false;
+    v->uses[v->n_uses++] = (tj_use){user, index};
+    return true;
+}
+
+void tjir_drop_use(tj_value *v, tj_node *user, int index) {
+    for (int i = 0; i < v->n_uses; i++)
+        if (v->uses[i].user == user && v->uses[i].index == index) {
+            memmove(&v->uses[i], &v->uses[i + 1], sizeof(tj_use) * (size_t)(v->n_uses - i - 1));
+            v->n_uses--;
+            return;
+        }
+}
+
+/* A use's index shifts when an earlier input goes away. */
+static void renumber_use(tj_value *v, tj_node *user, int from, int to) {
+    for (int i = 0; i < v->n_uses; i++)
+        if (v->uses[i].user == user && v->uses[i].index == from) {
+            v->uses[i].index = to;
+            return;
+        }
+}
+
+static tj_status check_value(const char *fn, const tj_node *n, const tj_value *v) {
+    if (!v) return tjc_error(TJ_ERR_ARG, "%s: the value is NULL", fn);
+    if (v->node->graph != n->graph)
+        return tjc_error(TJ_ERR_ARG, "%s: value %%%d belongs to another graph", fn, v->id);
+    if (v->node->destroyed || v->offset >= v->node->n_outputs || v->node->outputs[v->offset] != v)
+        return tjc_error(TJ_ERR_ARG, "%s: value %%%d was destroyed", fn, v->id);
+    return TJ_OK;
+}
+
+/* ---- blocks ------------------------------------------------------------------------ */
+
+tj_graph *tj_block_graph(const tj_block *b) { return b ? b->graph : NULL; }
+int tj_block_num_inputs(const tj_block *b) { return b ? b->param->n_outputs : 0; }
+int tj_block_num_outputs(const tj_block *b) { return b ? b->ret->n_inputs : 0; }
+tj_node *tj_block_first(const tj_block *b) { return b ? b->first : NULL; }
+tj_node *tj_block_last(const tj_block *b) { return b ? b->last : NULL; }
+tj_node *tj_block_param(const tj_block *b) { return b ? b->param : NULL; }
+tj_node *tj_block_return(const tj_block *b) { return b ? b->ret : NULL; }
+int tj_block_num_nodes(const tj_block *b) { return b ? b->n_nodes : 0; }
+
+tj_value *tj_block_input(const tj_block *b, int i) {
+    return b && i >= 0 && i < b->param->n_outputs ? b->param->outputs[i] : NULL;
+}
+
+tj_value *tj_block_output(const tj_block *b, int i) {
+    return b && i >= 0 && i < b->ret->n_inputs ? b->ret->inputs[i] : NULL;
+}
+
+tj_value *tj_block_add_input(tj_block *b, const tj_type *type, const char *name) {
+    if (!b) {
+        tjc_error(TJ_ERR_ARG, "tj_block_add_input: the block is NULL");
+        return NULL;
+    }
+    tj_value *v = tj_node_add_output(b->param, type);
+    if (v && name && tj_value_set_name(v, name) != TJ_OK) return NULL;
+    return v;
+}
+
+tj_status tj_block_remove_input(tj_block *b, int i) {
+    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_remove_input: the block is NULL");
+    return tj_node_remove_output(b->param, i);
+}
+
+tj_status tj_block_add_output(tj_block *b, tj_value *v) {
+    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_add_output: the block is NULL");
+    return tj_node_add_input(b->ret, v);
+}
+
+tj_status tj_block_set_output(tj_block *b, int i, tj_value *v) {
+    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_set_output: the block is NULL");
+    return tj_node_set_input(b->ret, i, v);
+}
+
+tj_status tj_block_remove_output(tj_block *b, int i) {
+    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_remove_output: the block is NULL");
+    return tj_node_remove_input(b->ret, i);
+}
+
+tj_status tj_block_append(tj_block *b, tj_node *n) {
+    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_append: the block is NULL");
+    return tj_node_insert_before(n, b->ret);
+}
+
+tj_value *tj_graph_add_input(tj_graph *g, const tj_type *type, const char *name) {
+    return tj_block_add_input(tj_graph_block(g), type, name);
+}
+int tj_graph_num_inputs(const tj_graph *g) { return g ? tj_block_num_inputs(&g->block) : 0; }
+tj_value *tj_graph_input(const tj_graph *g, int i) { return g ? tj_block_input(&g->block, i) : NULL; }
+tj_status tj_graph_add_output(tj_graph *g, tj_value *v) {
+    return tj_block_add_output(tj_graph_block(g), v);
+}
+int tj_graph_num_outputs(const tj_graph *g) { return g ? tj_block_num_outputs(&g->block) : 0; }
+tj_value *tj_graph_output(const tj_graph *g, int i) {
+    return g ? tj_block_output(&g->block, i) : NULL;
+}
+
+/* ---- positions ------------------------------------------------------------------------
+ * Each node in a block has a position; positions increase along the list, so
+ * "a before b" is one comparison. An insertion takes the midpoint of its
+ * neighbours; when they are adjacent the whole block is respaced, which is
+ * rare enough that insertion stays O(1) amortised. */
+
+static void respace(tj_block *b) {
+    int64_t step = TJIR_POS_STEP;
+    int64_t room = (TJIR_POS_MAX - TJIR_POS_MIN) / ((int64_t)b->n_nodes + 1);
+    if (room < step) step = room;
+    int64_t p = TJIR_POS_MIN;
+    for (tj_node *n = b->first; n; n = n->next) n->pos = (p += step);
+}
+
+static void assign_pos(tj_node *n) {
+    tj_block *b = n->block;
+    int64_t lo = n->prev ? n->prev->pos : TJIR_POS_MIN;
+    int64_t hi = n->next ? n->next->pos : TJIR_POS_MAX;
+    if (!n->next && lo <= TJIR_POS_MAX - TJIR_POS_STEP) { /* appending: the common case */
+        n->pos = lo + TJIR_POS_STEP;
+        return;
+    }
+    if (hi - lo >= 2) {
+        n->pos = lo + (hi - lo) / 2;
+        return;
+    }
+    respace(b);
+}
+
+static tj_status check_placement(const char *fn, tj_node *n, tj_node *pos, bool before) {
+    if (!n || !pos) return tjc_error(TJ_ERR_ARG, "%s: a node is NULL", fn);
+    if (n->destroyed || pos->destroyed)
+        return tjc_error(TJ_ERR_ARG, "%s: the node was destroyed", fn);
+    if (n->kind == TJ_NODE_PARAM || n->kind == TJ_NODE_RETURN)
+        return tjc_error(TJ_ERR_ARG, "%s: %s cannot move", fn, tj_node_kind_name(n->kind));
+    if (n->graph != pos->graph)
+        return tjc_error(TJ_ERR_ARG, "%s: the nodes belong to different graphs", fn);
+    if (!pos->block) return tjc_error(TJ_ERR_ARG, "%s: the position is not in a block", fn);
+    if (n == pos) return tjc_error(TJ_ERR_ARG, "%s: a node cannot be placed next to itself", fn);
+    if ((before && pos->kind == TJ_NODE_PARAM) || (!before && pos->kind == TJ_NODE_RETURN))
+        return tjc_error(TJ_ERR_ARG, "%s: nothing goes %s %s", fn, before ? "before" : "after",
+                         tj_node_kind_name(pos->kind));
+    return TJ_OK;
+}
+
+static void unlink_node(tj_node *n) {
+    tj_block *b = n->block;
+    if (!b) return;
+    if (n->prev) n->prev->next = n->next;
+    else b->first = n->next;
+    if (n->next) n->next->prev = n->prev;
+    else b->last = n->prev;
+    n->prev = n->next = NULL;
+    n->block = NULL;
+    b->n_nodes--;
+}
+
+/* Links n (in no block) after `after`, which is NULL for the front. */
+static void link_after(tj_block *b, tj_node *n, tj_node *after) {
+    n->block = b;
+    n->prev = after;
+    n->next = after ? after->next : b->first;
+    if (n->next) n->next->prev = n;
+    else b->last = n;
+    if (after) after->next = n;
+    else b->first = n;
+    b->n_nodes++;
+    assign_pos(n);
+}
+
+static tj_status place(const char *fn, tj_node *n, tj_node *pos, bool before, bool moving) {
+    tj_status st = check_placement(fn, n, pos, before);
+    if (st) return st;
+    if (!moving && n->block)
+        return tjc_error(TJ_ERR_ARG, "%s: the node is already in a block (move it instead)", fn);
+    unlink_node(n);
+    tj_block *b = pos->block;
+    tj_node *after;
+    if (before) after = pos->kind == TJ_NODE_RETURN ? b->last : pos->prev;
+    else after = pos->kind == TJ_NODE_PARAM ? NULL : pos;
+    link_after(b, n, after);
+    return TJ_OK;
+}
+
+tj_status tj_node_insert_before(tj_node *n, tj_node *pos) {
+    return place("tj_node_insert_before", n, pos, true, false);
+}
+tj_status tj_node_insert_after(tj_node *n, tj_node *pos) {
+    return place("tj_node_insert_after", n, pos, false, false);
+}
+tj_status tj_node_move_before(tj_node *n, tj_node *pos) {
+    return place("tj_node_move_before", n, pos, true, true);
+}
+tj_status tj_node_move_after(tj_node *n, tj_node *pos) {
+    return place("tj_node_move_after", n, pos, false, true);
+}
+
+bool tj_node_is_before(const tj_node *a, const tj_node *b) {
+    if (!a || !b || !a->block || a->block != b->block) return false;
+    return a->pos < b->pos;
+}
+
+/* ---- nodes ----------------------------------------------------------------------------- */
+
+tj_node_kind tj_node_kind_of(const tj_node *n) { return n->kind; }
+const tj_op_info *tj_node_op(const tj_node *n) { return n && n->kind == TJ_NODE_OP ? n->op : NULL; }
+const char *tj_node_name(const tj_node *n) {
+    if (!n) return NULL;
+    return n->kind == TJ_NODE_OP ? tj_op_name(n->op) : tj_node_kind_name(n->kind);
+}
+int tj_node_id(const tj_node *n) { return n ? n->id : -1; }
+tj_graph *tj_node_graph(const tj_node *n) { return n ? n->graph : NULL; }
+tj_block *tj_node_block(const tj_node *n) { return n ? n->block : NULL; }
+int tj_node_num_inputs(const tj_node *n) { return n ? n->n_inputs : 0; }
+int tj_node_num_outputs(const tj_node *n) { return n ? n->n_outputs : 0; }
+tj_value *tj_node_input(const tj_node *n, int i) {
+    return n && i >= 0 && i < n->n_inputs ? n->inputs[i] : NULL;
+}
+tj_value *tj_node_output(const tj_node *n, int i) {
+    return n && i >= 0 && i < n->n_outputs ? n->outputs[i] : NULL;
+}
+tj_node *tj_node_next(const tj_node *n) { return n ? n->next : NULL; }
+tj_node *tj_node_prev(const tj_node *n) { return n ? n->prev : NULL; }
+
+tj_status tj_node_add_input(tj_node *n, tj_value *v) {
+    if (!n) return tjc_error(TJ_ERR_ARG, "tj_node_add_input: the node is NULL");
+    tj_status st = check_value("tj_node_add_input", n, v);
+    if (st) return st;
+    if (n->kind == TJ_NODE_PARAM)
+        return tjc_error(TJ_ERR_ARG, "tj_node_add_input: prim::Param takes no inputs");
+    if (!tjir_grow(&n->graph->arena, (void **)&n->inputs, &n->cap_inputs, n->n_inputs + 1,
+                   sizeof(tj_value *)) ||
+        !tjir_add_use(n->graph, v, n, n->n_inputs))
+        return TJ_ERR_MEMORY;
+    n->inputs[n->n_inputs++] = v;
+    return TJ_OK;
+}
+
+tj_status tj_node_set_input(tj_node *n, int i, tj_value *v) {
+    if (!n || i < 0 || i >= n->n_inputs)
+        return tjc_error(TJ_ERR_ARG, "tj_node_set_input: no input %d", i);
+    tj_status st = check_value("tj_node_set_input", n, v);
+    if (st) return st;
+    if (n->inputs[i] == v) return TJ_OK;
+    if (!tjir_add_use(n->graph, v, n, i)) return TJ_ERR_MEMORY;
+    tjir_drop_use(n->inputs[i], n, i);
+    n->inputs[i] = v;
+    return TJ_OK;
+}
+
+tj_status tj_node_remove_input(tj_node *n, int i) {
+    if (!n || i < 0 || i >= n->n_inputs)
+        return tjc_error(TJ_ERR_ARG, "tj_node_remove_input: no input %d", i);
+    tjir_drop_use(n->inputs[i], n, i);
+    for (int k = i + 1; k < n->n_inputs; k++) {
+        renumber_use(n->inputs[k], n, k, k - 1);
+        n->inputs[k - 1] = n->inputs[k];
+    }
+    n->n_inputs--;
+    return TJ_OK;
+}
+
+tj_value *tj_node_add_output(tj_node *n, const tj_type *type) {
+    if (!n) {
+        tjc_error(TJ_ERR_ARG, "tj_node_add_output: the node is NULL");
+        return NULL;
+    }
+    if (n->kind == TJ_NODE_RETURN) {
+        tjc_error(TJ_ERR_ARG, "tj_node_add_output: prim::Return has no outputs");
+        return NULL;
+    }
+    if (type && tj_type_check(type) != TJ_OK) return NULL;
+    tj_graph *g = n->graph;
+    if (!tjir_grow(&g->arena, (void **)&n->outputs, &n->cap_outputs, n->n_outputs + 1,
+                   sizeof(tj_value *)))
+        return NULL;
+    tj_value *v = tjir_value_new(g, n, type);
+    if (!v) return NULL;
+    v->offset = n->n_outputs;
+    n->outputs[n->n_outputs++] = v;
+    return v;
+}
+
+tj_status tj_node_remove_output(tj_node *n, int i) {
+    if (!n || i < 0 || i >= n->n_outputs)
+        return tjc_error(TJ_ERR_ARG, "tj_node_remove_output: no output %d", i);
+    tj_value *v = n->outputs[i];
+    if (v->n_uses)
+        return tjc_error(TJ_ERR_ARG, "tj_node_remove_output: output %d of %s still has %d uses",
+                         i, tj_node_name(n), v->n_uses);
+    tj_value_set_name(v, NULL);
+    for (int k = i + 1; k < n->n_outputs; k++) {
+        n->outputs[k - 1] = n->outputs[k];
+        n->outputs[k - 1]->offset = k - 1;
+    }
+    n->n_outputs--;
+    return TJ_OK;
+}
+
+tj_status tj_node_destroy(tj_node *n) {
+    if (!n) return tjc_error(TJ_ERR_ARG, "tj_node_destroy: the node is NULL");
+    if (n->destroyed) return tjc_error(TJ_ERR_ARG, "tj_node_destroy: destroyed twice");
+    if (n->kind == TJ_NODE_PARAM || n->kind == TJ_NODE_RETURN)
+        return tjc_error(TJ_ERR_ARG, "tj_node_destroy: %s belongs to its block",
+                         tj_node_kind_name(n->kind));
+    for (int i = 0; i < n->n_outputs; i++)
+        if (n->outputs[i]->n_uses)
+            return tjc_error(TJ_ERR_ARG, "tj_node_destroy: output %d of %s still has %d uses", i,
+                             tj_node_name(n), n->outputs[i]->n_uses);
+    for (int i = n->n_inputs - 1; i >= 0; i--) tjir_drop_use(n->inputs[i], n, i);
+    n->n_inputs = 0;
+    for (int i = 0; i < n->n_outputs; i++) tj_value_set_name(n->outputs[i], NULL);
+    unlink_node(n);
+    tjir_release_node(n);
+    n->destroyed = true;
+    return TJ_OK;
+}
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+const tj_type *tj_value_type(const tj_value *v) { return v ? &v->type : NULL; }
+
+tj_status tj_value_set_type(tj_value *v, const tj_type *type) {
+    if (!v || !type) return tjc_error(TJ_ERR_ARG, "tj_value_set_type: NULL argument");
+    tj_status st = tj_type_check(type);
+    if (st) return st;
+    v->type = *type;
+    return TJ_OK;
+}
+
+const char *tj_value_name(const tj_value *v) { return v ? v->name : NULL; }
+int tj_value_id(const tj_value *v) { return v ? v->id : -1; }
+tj_node *tj_value_node(const tj_value *v) { return v ? v->node : NULL; }
+int tj_value_offset(const tj_value *v) { return v ? v->offset : -1; }
+tj_graph *tj_value_graph(const tj_value *v) { return v ? v->node->graph : NULL; }
+int tj_value_num_uses(const tj_value *v) { return v ? v->n_uses : 0; }
+tj_use tj_value_use(const tj_value *v, int i) {
+    if (!v || i < 0 || i >= v->n_uses) return (tj_use){NULL, -1};
+    return v->uses[i];
+}
+
+bool tjir_claim_name(tj_value *v, const char *name) {
+    tj_graph *g = v->node->graph;
+    tj_value *holder = tjir_map_get(&g->names, name);
+    if (holder == v) return true;
+    if (holder) return false;
+    const char *copy = tjir_strdup(&g->arena, name);
+    if (!copy || !tjir_map_put(&g->names, copy, v)) return false;
+    if (v->name) tjir_map_del(&g->names, v->name);
+    v->name = copy;
+    return true;
+}
+
+tj_status tj_value_set_name(tj_value *v, const char *name) {
+    if (!v) return tjc_error(TJ_ERR_ARG, "tj_value_set_name: the value is NULL");
+    tj_graph *g = v->node->graph;
+    if (!name || !*name) {
+        if (v->name) tjir_map_del(&g->names, v->name);
+        v->name = NULL;
+        return TJ_OK;
+    }
+    size_t n = strlen(name);
+    if (n > 4096) return tjc_error(TJ_ERR_ARG, "tj_value_set_name: a name of %zu bytes", n);
+    /* room for a leading '_' and a ".<int>" suffix */
+    char *clean = malloc(n + 32);
+    if (!clean) return tjc_error(TJ_ERR_MEMORY, "tj_value_set_name: out of memory");
+    size_t k = 0;
+    if (name[0] >= '0' && name[0] <= '9') clean[k++] = '_';
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '_' || c == '.';
+        clean[k++] = ok ? c : '_';
+    }
+    clean[k] = '\0';
+    if (v->name && strcmp(v->name, clean) == 0) {
+        free(clean);
+        return TJ_OK;
+    }
+    /* a taken name x or x.3 becomes x.1, x.2, ...: the first free one */
+    size_t base = k;
+    size_t dot = k;
+    while (dot > 0 && clean[dot - 1] >= '0' && clean[dot - 1] <= '9') dot--;
+    if (dot > 1 && dot < k && clean[dot - 1] == '.') base = dot - 1;
+    tj_status st = TJ_OK;
+    for (long suffix = 1; !tjir_claim_name(v, clean); suffix++) {
+        if (tjir_map_get(&g->names, clean) == NULL) { /* failed for lack of memory */
+            st = tjc_error(TJ_ERR_MEMORY, "tj_value_set_name: out of memory");
+            break;
+        }
+        snprintf(clean + base, 24, ".%ld", suffix);
+    }
+    free(clean);
+    return st;
+}
+
+static tj_status replace_uses(const char *fn, tj_value *v, tj_value *with, const tj_node *after) {
+    if (!v || !with) return tjc_error(TJ_ERR_ARG, "%s: a value is NULL", fn);
+    if (v->node->graph != with->node->graph)
+        return tjc_error(TJ_ERR_ARG, "%s: the values belong to different graphs", fn);
+    if (v == with) return TJ_OK;
+    if (!tjir_grow(&v->node->graph->arena, (void **)&with->uses, &with->cap_uses,
+                   with->n_uses + v->n_uses, sizeof(tj_use)))
+        return TJ_ERR_MEMORY;
+    int kept = 0;
+    for (int i = 0; i < v->n_uses; i++) {
+        tj_use u = v->uses[i];
+        bool later = !after || u.user->kind == TJ_NODE_RETURN || tj_node_is_before(after, u.user);
+        if (!later) {
+            v->uses[kept++] = u;
+            continue;
+        }
+        u.user->inputs[u.index] = with;
+        with->uses[with->n_uses++] = u;
+    }
+    v->n_uses = kept;
+    return TJ_OK;
+}
+
+tj_status tj_value_replace_uses(tj_value *v, tj_value *with) {
+    return replace_uses("tj_value_replace_uses", v, with, NULL);
+}
+
+tj_status tj_value_replace_uses_after(tj_value *v, tj_value *with, const tj_node *after) {
+    if (!after) return tjc_error(TJ_ERR_ARG, "tj_value_replace_uses_after: the node is NULL");
+    return replace_uses("tj_value_replace_uses_after", v, with, after);
+}

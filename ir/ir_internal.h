@@ -1,0 +1,166 @@
+/* ir_internal.h — the IR's data structures and the helpers the files of ir/
+ * share: the arena, hash tables, a growing string buffer, the prim kind table
+ * and the text form's small pieces (float and string literals). Prefix tjir_.
+ */
+#ifndef TJIT_IR_INTERNAL_H
+#define TJIT_IR_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "core/core.h"
+#include "tjit/ir.h"
+
+/* ---- arena ------------------------------------------------------------------- */
+
+typedef struct tjir_chunk tjir_chunk;
+typedef struct tjir_arena {
+    tjir_chunk *head;
+} tjir_arena;
+
+/* Zeroed memory that lives until tjir_arena_free; NULL (with an error set)
+ * when out of memory. */
+void *tjir_alloc(tjir_arena *a, size_t n);
+char *tjir_strdup(tjir_arena *a, const char *s);
+char *tjir_strndup(tjir_arena *a, const char *s, size_t n);
+void tjir_arena_free(tjir_arena *a);
+/* Grows *arr (elements of size elem) to hold at least need; old contents are
+ * copied and the old array is left to the arena. */
+bool tjir_grow(tjir_arena *a, void **arr, int *cap, int need, size_t elem);
+
+/* The same for malloc'd arrays (freed by their owner). */
+bool tjir_grow_heap(void **arr, int *cap, int need, size_t elem);
+
+/* ---- hash tables --------------------------------------------------------------
+ * Open addressing keyed by pointer identity or by C string. */
+
+typedef struct tjir_map {
+    struct tjir_slot *slots;
+    size_t cap, used, tombs;
+    bool str_keys;
+} tjir_map;
+
+void tjir_map_init(tjir_map *m, bool str_keys);
+void tjir_map_clear(tjir_map *m);
+void *tjir_map_get(const tjir_map *m, const void *key);
+bool tjir_map_put(tjir_map *m, const void *key, void *val); /* false when out of memory */
+void tjir_map_del(tjir_map *m, const void *key);
+
+/* ---- the structures -------------------------------------------------------------- */
+
+struct tj_value {
+    tj_node *node; /* the definer */
+    int offset;    /* among node's outputs */
+    int id;
+    const char *name; /* in the arena; NULL when unnamed */
+    tj_type type;
+    tj_use *uses;
+    int n_uses, cap_uses;
+};
+
+struct tj_node {
+    tj_node_kind kind;
+    const tj_op_info *op; /* TJ_NODE_OP */
+    tj_graph *graph;
+    tj_block *block;      /* NULL while not in a block */
+    tj_node *prev, *next; /* block order */
+    int64_t pos;          /* topological position, increasing along the block */
+    tj_value **inputs;
+    int n_inputs, cap_inputs;
+    tj_value **outputs;
+    int n_outputs, cap_outputs;
+    /* attributes: parallel arrays so that attrs can go to tj_invoke as it is */
+    tj_attr *attrs;
+    tj_attr_kind *attr_kinds;
+    const char **attr_names; /* the schema's or the prim table's strings */
+    int n_attrs;
+    tj_tensor *tensor;   /* TJ_ATTR_TENSOR, owned reference */
+    tj_graph *subgraph;  /* TJ_ATTR_GRAPH, owned */
+    int id;
+    int line; /* the text line it was parsed from, else 0 */
+    bool destroyed;
+    tj_node *all_next; /* every node the graph made, for tj_graph_free */
+};
+
+struct tj_block {
+    tj_graph *graph;
+    tj_node *param, *ret; /* sentinels: block inputs and outputs */
+    tj_node *first, *last;
+    int n_nodes;
+};
+
+struct tj_graph {
+    tjir_arena arena;
+    tj_block block;
+    tj_node *owner;
+    tj_node *all_nodes;
+    int next_value_id, next_node_id;
+    tjir_map names; /* name -> value */
+};
+
+
+/* Positions: nodes are spaced so that most insertions find a gap; a block is
+ * renumbered when one runs out. Param and Return sit outside the range. */
+#define TJIR_POS_MIN (-(INT64_C(1) << 61))
+#define TJIR_POS_MAX (INT64_C(1) << 61)
+#define TJIR_POS_STEP (INT64_C(1) << 32)
+
+/* ---- graph internals (graph.c) ----------------------------------------------------- */
+
+tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs);
+tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type);
+bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index);
+void tjir_drop_use(tj_value *v, tj_node *user, int index);
+/* Sets a value's name exactly (no suffixing); false when taken. */
+bool tjir_claim_name(tj_value *v, const char *name);
+void tjir_release_node(tj_node *n); /* its tensor and subgraph */
+
+/* ---- kinds and attributes (attrs.c) ------------------------------------------------- */
+
+typedef struct tjir_prim {
+    const char *name;       /* "prim::Constant" */
+    const char *attrs[2];   /* attribute names, NULL-terminated */
+    tj_attr_kind kinds[2];  /* their kinds (Constant's value: any constant kind) */
+    int n_attrs;
+    bool writable;          /* may appear in the text form */
+} tjir_prim;
+
+const tjir_prim *tjir_prim_info(tj_node_kind k);
+/* The kind of an op attribute value under its schema type. */
+tj_attr_kind tjir_attr_kind_for(const tj_arg *arg, const tj_attr *v);
+/* Whether kind may stand for a schema argument of this type. */
+bool tjir_attr_fits(const tj_arg *arg, tj_attr_kind kind);
+/* Why v (of kind) cannot be attribute i of op, or TJ_OK. */
+tj_status tjir_check_op_attr(const tj_op_info *op, int i, tj_attr_kind kind, const tj_attr *v);
+/* Copies v (lists and strings into g's arena) into slot i of n. */
+tj_status tjir_store_attr(tj_node *n, int i, tj_attr_kind kind, const tj_attr *v);
+/* Sizes n's attribute arrays for its kind (schema defaults for ops). */
+tj_status tjir_init_attrs(tj_node *n, bool defaults);
+bool tjir_kind_is_constant_value(tj_attr_kind k); /* kinds prim::Constant holds */
+tj_type tjir_constant_type(tj_attr_kind kind, const tj_attr *v, const tj_tensor *t);
+
+/* ---- text helpers (types.c) ----------------------------------------------------------- */
+
+typedef struct tjir_buf {
+    char *data;
+    size_t len, cap;
+    bool failed; /* out of memory: further appends are dropped */
+} tjir_buf;
+
+void tjir_buf_put(tjir_buf *b, const char *s);
+void tjir_buf_putn(tjir_buf *b, const char *s, size_t n);
+void tjir_buf_printf(tjir_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The string (caller frees), or NULL with an error when out of memory. */
+char *tjir_buf_finish(tjir_buf *b);
+
+/* The shortest text that reads back as the same double (or float, when
+ * single), always with a '.', 'e', "inf" or "nan" so it reads as a float. */
+void tjir_put_float(tjir_buf *b, double v, bool single);
+void tjir_put_string(tjir_buf *b, const char *s); /* quoted, escaped */
+void tjir_put_type(tjir_buf *b, const tj_type *t, unsigned flags);
+void tjir_put_attr(tjir_buf *b, const tj_node *n, int i);
+
+const char *tjir_dtype_ir_name(int dtype); /* "Float", or NULL */
+int tjir_dtype_from_ir_name(const char *s, size_t n); /* a tj_dtype or -1 */
+
+#endif
