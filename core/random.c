@@ -67,6 +67,7 @@ uint64_t tj_generator_seed(const tj_generator *g) { return g ? g->seed : 0; }
 uint64_t tj_generator_offset(const tj_generator *g) { return g ? g->offset : 0; }
 
 uint64_t tj_generator_reserve(tj_generator *g, uint64_t n) {
+    if (!g) return tjc_error(TJ_ERR_ARG, "tj_generator_reserve: generator is NULL"), 0;
     uint64_t first = g->offset;
     g->offset += n;
     return first;
@@ -87,7 +88,9 @@ static tj_tensor *draw(const char *fn, const int64_t *sizes, int ndim, tj_dtype 
     int64_t n = tjc_numel(sizes, ndim);
     uint64_t seed = g->seed, base = tj_generator_reserve(g, (uint64_t)n);
     char *data = tjc_data_ptr(t);
-#pragma omp parallel for schedule(static) if (n > 65536)
+    /* counters, not a running state: any split across threads gives the same numbers */
+    int threads = n > 65536 ? tj_get_num_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
     for (int64_t i = 0; i < n; i++) {
         uint32_t w[4];
         tjc_philox(seed, base + (uint64_t)i, w);

@@ -1,5 +1,6 @@
 /* tensor.c — tensors: allocation, views, creation functions, accessors,
  * names and overlap queries (storage blocks come from storage.c). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,20 @@ static tj_status check_sizes(const char *fn, const int64_t *sizes, int ndim) {
         return tjc_error(TJ_ERR_ARG, "%s: %d dims requested; tjit supports 0 to %d", fn, ndim,
                          TJ_MAX_DIMS);
     if (ndim > 0 && !sizes) return tjc_error(TJ_ERR_ARG, "%s: sizes is NULL", fn);
-    for (int d = 0; d < ndim; d++)
+    int64_t n = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) {
         if (sizes[d] < 0)
             return tjc_error(TJ_ERR_ARG, "%s: size %lld at dim %d is negative", fn,
                              (long long)sizes[d], d);
+        overflow = overflow || __builtin_mul_overflow(n, sizes[d], &n);
+    }
+    /* numel times the widest element must stay a valid byte count */
+    if (overflow || n > INT64_MAX / 8) {
+        char buf[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_MEMORY, "%s: sizes %s hold more elements than can be addressed",
+                         fn, tjc_fmt_sizes(buf, sizeof buf, sizes, ndim));
+    }
     return TJ_OK;
 }
 
@@ -42,19 +53,16 @@ static tj_status check_dtype(const char *fn, tj_dtype dtype) {
     return TJ_OK;
 }
 
-tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
-    if (check_sizes("tj_empty", sizes, ndim) || check_dtype("tj_empty", dtype)) return NULL;
+/* A contiguous tensor; fn names the caller in messages. */
+static tj_tensor *alloc_as(const char *fn, const int64_t *sizes, int ndim, tj_dtype dtype) {
+    if (check_sizes(fn, sizes, ndim) || check_dtype(fn, dtype)) return NULL;
     tj_tensor *t = calloc(1, sizeof *t);
-    if (!t) {
-        tjc_error(TJ_ERR_MEMORY, "tj_empty: out of memory");
-        return NULL;
-    }
-    int64_t n = tjc_contiguous_strides(sizes, ndim, t->strides);
-    t->storage = tjc_storage_new((size_t)n * tj_dtype_size(dtype));
-    if (!t->storage) {
+    int64_t n = t ? tjc_contiguous_strides(sizes, ndim, t->strides) : 0;
+    if (t) t->storage = tjc_storage_new((size_t)n * tj_dtype_size(dtype));
+    if (!t || !t->storage) {
         free(t);
         char buf[TJC_SIZES_BUF];
-        tjc_error(TJ_ERR_MEMORY, "tj_empty: out of memory allocating a %s tensor of sizes %s",
+        tjc_error(TJ_ERR_MEMORY, "%s: out of memory allocating a %s tensor of sizes %s", fn,
                   tj_dtype_name(dtype), tjc_fmt_sizes(buf, sizeof buf, sizes, ndim));
         return NULL;
     }
@@ -63,6 +71,10 @@ tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
     t->dtype = dtype;
     if (ndim) memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
     return t;
+}
+
+tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return alloc_as("tjit", sizes, ndim, dtype);
 }
 
 tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
@@ -119,42 +131,55 @@ static tj_tensor *created(tj_tensor *t) {
 }
 
 tj_tensor *tj_empty(const int64_t *sizes, int ndim, tj_dtype dtype) {
-    return created(tjc_alloc(sizes, ndim, dtype));
+    return created(alloc_as("tj_empty", sizes, ndim, dtype));
 }
 
-tj_tensor *tj_full(const int64_t *sizes, int ndim, double value, tj_dtype dtype) {
-    tj_tensor *t = tjc_alloc(sizes, ndim, dtype);
+static tj_tensor *full_as(const char *fn, const int64_t *sizes, int ndim, double value,
+                          tj_dtype dtype) {
+    if (dtype == TJ_I64 && !(value >= -0x1p63 && value < 0x1p63))
+        return tjc_error(TJ_ERR_ARG, "%s: value %g does not fit in i64", fn, value), NULL;
+    tj_tensor *t = alloc_as(fn, sizes, ndim, dtype);
     if (!t) return NULL;
-    if (dtype == TJ_I64 && !(value >= -9.2e18 && value <= 9.2e18)) {
-        tj_release(t);
-        tjc_error(TJ_ERR_ARG, "tj_full: value %g does not fit in i64", value);
-        return NULL;
-    }
     fill(t, value);
     return created(t);
 }
 
+tj_tensor *tj_full(const int64_t *sizes, int ndim, double value, tj_dtype dtype) {
+    return full_as("tj_full", sizes, ndim, value, dtype);
+}
+
 tj_tensor *tj_zeros(const int64_t *sizes, int ndim, tj_dtype dtype) {
-    return tj_full(sizes, ndim, 0.0, dtype);
+    return full_as("tj_zeros", sizes, ndim, 0.0, dtype);
 }
 tj_tensor *tj_ones(const int64_t *sizes, int ndim, tj_dtype dtype) {
-    return tj_full(sizes, ndim, 1.0, dtype);
+    return full_as("tj_ones", sizes, ndim, 1.0, dtype);
 }
-tj_tensor *tj_scalar_tensor(double value, tj_dtype dtype) { return tj_full(NULL, 0, value, dtype); }
+tj_tensor *tj_scalar_tensor(double value, tj_dtype dtype) {
+    return full_as("tj_scalar_tensor", NULL, 0, value, dtype);
+}
 
 tj_tensor *tj_arange(double start, double end, double step, tj_dtype dtype) {
-    if (step == 0 || !(step == step) || !(start == start) || !(end == end))
-        return tjc_error(TJ_ERR_ARG, "tj_arange: step must be nonzero and bounds finite "
-                         "(start=%g, end=%g, step=%g)", start, end, step), NULL;
+    if (step == 0 || !isfinite(step) || !isfinite(start) || !isfinite(end))
+        return tjc_error(TJ_ERR_ARG, "tj_arange: step must be nonzero and all of start, end "
+                         "and step finite (start=%g, end=%g, step=%g)", start, end, step), NULL;
     if ((end - start) / step < 0)
         return tjc_error(TJ_ERR_ARG, "tj_arange: step %g has the wrong sign for start=%g, "
                          "end=%g", step, start, end), NULL;
+    if ((unsigned)dtype >= TJ_NUM_DTYPES)
+        return tjc_error(TJ_ERR_DTYPE, "tj_arange: invalid dtype %d", (int)dtype), NULL;
     if (dtype == TJ_BOOL)
         return tjc_error(TJ_ERR_DTYPE, "tj_arange: bool is not a dtype for a range"), NULL;
-    double count = (end - start) / step;
+    double count = ceil((end - start) / step);
+    if (!(count < 0x1p62)) /* also catches an overflow of end - start to infinity */
+        return tjc_error(TJ_ERR_ARG, "tj_arange: [%g, %g) in steps of %g has too many "
+                         "elements", start, end, step), NULL;
     int64_t n = (int64_t)count;
-    if ((double)n < count) n++;
-    tj_tensor *t = tjc_alloc(&n, 1, dtype);
+    double last = start + (double)(n - 1) * step;
+    if (dtype == TJ_I64 && n > 0 &&
+        !(fabs(start) < 0x1p63 && fabs(last) < 0x1p63))
+        return tjc_error(TJ_ERR_ARG, "tj_arange: values from %g to %g do not fit in i64", start,
+                         last), NULL;
+    tj_tensor *t = alloc_as("tj_arange", &n, 1, dtype);
     if (!t) return NULL;
     char *p = tjc_data_ptr(t);
     for (int64_t i = 0; i < n; i++) {
@@ -167,7 +192,7 @@ tj_tensor *tj_arange(double start, double end, double step, tj_dtype dtype) {
 }
 
 tj_tensor *tj_from_array(const void *data, const int64_t *sizes, int ndim, tj_dtype dtype) {
-    tj_tensor *t = tjc_alloc(sizes, ndim, dtype);
+    tj_tensor *t = alloc_as("tj_from_array", sizes, ndim, dtype);
     if (!t) return NULL;
     size_t nbytes = (size_t)tjc_numel(sizes, ndim) * tj_dtype_size(dtype);
     if (nbytes && !data) {
@@ -196,17 +221,20 @@ tj_device tj_tensor_device(const tj_tensor *t) {
 }
 
 int64_t tj_size(const tj_tensor *t, int dim) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_size: tensor is NULL"), -1;
+    if (t->ndim == 0)
+        return tjc_error(TJ_ERR_ARG, "tj_size: a 0-dim tensor has no dim %d", dim), -1;
     int d;
-    if (!t || tjc_wrap_dim("tj_size", dim, t->ndim, &d) || t->ndim == 0) return -1;
+    if (tjc_wrap_dim("tj_size", dim, t->ndim, &d)) return -1;
     return t->sizes[d];
 }
 
 bool tj_is_contiguous(const tj_tensor *t) {
     if (!t) return false;
+    if (tjc_numel(t->sizes, t->ndim) == 0) return true; /* no element to be out of place */
     int64_t expected = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
         if (t->sizes[d] == 1) continue;
-        if (t->sizes[d] == 0) return true;
         if (t->strides[d] != expected) return false;
         expected *= t->sizes[d];
     }
@@ -239,6 +267,7 @@ double tj_get(const tj_tensor *t, const int64_t *index) {
 
 tj_status tj_item(const tj_tensor *t, double *value) {
     if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_item: tensor is NULL");
+    if (!value) return tjc_error(TJ_ERR_ARG, "tj_item: value is NULL");
     int64_t n = tjc_numel(t->sizes, t->ndim);
     if (n != 1) {
         char buf[TJC_SIZES_BUF];

@@ -1,14 +1,21 @@
 /* iter.c — the strided iteration helper (see cpu.h) and the thread count. */
 #include <omp.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu.h"
 
-static int num_threads; /* 0: OpenMP's default */
+/* 0: OpenMP's default. Atomic since any thread may set it while others run. */
+static atomic_int num_threads;
 
-void tj_set_num_threads(int n) { num_threads = n > 0 ? n : 0; }
+void tj_set_num_threads(int n) {
+    atomic_store_explicit(&num_threads, n > 0 ? n : 0, memory_order_relaxed);
+}
 
-int tj_get_num_threads(void) { return num_threads > 0 ? num_threads : omp_get_max_threads(); }
+int tj_get_num_threads(void) {
+    int n = atomic_load_explicit(&num_threads, memory_order_relaxed);
+    return n > 0 ? n : omp_get_max_threads();
+}
 
 int tjcpu_threads_for(int64_t work) {
     int t = tj_get_num_threads();
