@@ -15,10 +15,13 @@ static inline int64_t cvt_i64(double v) {
 static inline bool cvt_b8(double v) { return v != 0; }
 
 /* Inner runs: a contiguous fast path (vectorised), broadcast-scalar paths for
- * binary ops, and a general strided path. */
+ * binary ops, and a general strided path. The pointers are not restrict: an
+ * in-place op reads and writes the same elements through two of them, which
+ * restrict would make undefined. GCC still vectorises, behind a run-time
+ * overlap check that exact aliasing passes. */
 #define PW_BODY_1(expr)                                                             \
-    O *restrict o_ = (O *)ptr[0];                                                   \
-    const T *restrict x_ = (const T *)ptr[1];                                       \
+    O *o_ = (O *)ptr[0];                                                   \
+    const T *x_ = (const T *)ptr[1];                                       \
     if (st[0] == sizeof(O) && st[1] == sizeof(T)) {                                 \
         for (int64_t i = 0; i < n; i++) {                                           \
             const T a = x_[i];                                                      \
@@ -32,9 +35,9 @@ static inline bool cvt_b8(double v) { return v != 0; }
     }
 
 #define PW_BODY_2(expr)                                                             \
-    O *restrict o_ = (O *)ptr[0];                                                   \
-    const T *restrict x_ = (const T *)ptr[1];                                       \
-    const T *restrict y_ = (const T *)ptr[2];                                       \
+    O *o_ = (O *)ptr[0];                                                   \
+    const T *x_ = (const T *)ptr[1];                                       \
+    const T *y_ = (const T *)ptr[2];                                       \
     if (st[0] == sizeof(O) && st[1] == sizeof(T) && st[2] == sizeof(T)) {           \
         for (int64_t i = 0; i < n; i++) {                                           \
             const T a = x_[i], b = y_[i];                                           \
@@ -61,10 +64,10 @@ static inline bool cvt_b8(double v) { return v != 0; }
     }
 
 #define PW_BODY_3(expr)                                                             \
-    O *restrict o_ = (O *)ptr[0];                                                   \
-    const T *restrict x_ = (const T *)ptr[1];                                       \
-    const T *restrict y_ = (const T *)ptr[2];                                       \
-    const T *restrict z_ = (const T *)ptr[3];                                       \
+    O *o_ = (O *)ptr[0];                                                   \
+    const T *x_ = (const T *)ptr[1];                                       \
+    const T *y_ = (const T *)ptr[2];                                       \
+    const T *z_ = (const T *)ptr[3];                                       \
     if (st[0] == sizeof(O) && st[1] == sizeof(T) && st[2] == sizeof(T) &&           \
         st[3] == sizeof(T)) {                                                       \
         for (int64_t i = 0; i < n; i++) {                                           \
