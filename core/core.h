@@ -175,6 +175,11 @@ static inline const tj_attr *tjc_attr(const tjc_call *c, int i) { return &c->att
 /* Name of the tensor argument at input position i (for messages). */
 const char *tjc_input_name(const tj_op_info *op, int i);
 
+/* Runs op as if called from inside another op: not traced and its outputs
+ * not tracked by scopes (the interpreter replays graphs with it). */
+int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
+                      tj_tensor **out, int out_cap);
+
 /* Op nesting depth on this thread: 0 while user code runs. */
 int tjc_op_depth(void);
 const tj_record_hook *tjc_record_hook(void);

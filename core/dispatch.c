@@ -278,6 +278,15 @@ static int invoke(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj
     return st == TJ_OK ? n_out : -1;
 }
 
+int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
+                      tj_tensor **out, int out_cap) {
+    if (check_inputs(op, in, n_in) || check_attrs(op, attrs)) return -1;
+    op_depth++;
+    int n = invoke(op, in, n_in, attrs, out, out_cap);
+    op_depth--;
+    return n;
+}
+
 int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, int n_attrs,
               tj_tensor **out, int out_cap) {
     const tj_op_info *op = tjc_op(op_id);

@@ -66,6 +66,7 @@ void tj_graph_free(tj_graph *g) {
     if (!g || g->owner) return;
     for (tj_node *n = g->all_nodes; n; n = n->all_next)
         if (!n->destroyed) tjir_release_node(n);
+    tjir_meta_free(g);
     tjir_map_clear(&g->names);
     tjir_arena_free(&g->arena);
     free(g);

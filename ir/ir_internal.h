@@ -96,8 +96,11 @@ struct tj_graph {
     tj_node *all_nodes;
     int next_value_id, next_node_id;
     tjir_map names; /* name -> value */
+    struct tjir_meta *meta; /* bound inputs and trace warnings (meta.c); NULL when none */
 };
 
+/* Frees what meta.c keeps for g. */
+void tjir_meta_free(tj_graph *g);
 
 /* Positions: nodes are spaced so that most insertions find a gap; a block is
  * renumbered when one runs out. Param and Return sit outside the range. */

@@ -255,6 +255,7 @@ int tj_get_num_threads(void);
 #ifndef TJIT_NO_OPS_API /* defined only while the generator itself builds */
 #include "tjit/ops_api.h" /* generated from core/ops.def: tj_add, tj_sum, ... */
 #include "tjit/ir.h"      /* graphs: build, print, parse, verify */
+#include "tjit/runtime.h" /* tracing, programs, replay, .npy files */
 #endif
 
 #endif

@@ -1,0 +1,42 @@
+/* models.h — the example models, written as plain C model functions with their
+ * parameters in a struct, and a registry that the tjit program, the demo, the
+ * tests and the benchmarks share. Prefix tjx_. */
+#ifndef TJIT_EXAMPLE_MODELS_H
+#define TJIT_EXAMPLE_MODELS_H
+
+#include "tjit/tjit.h"
+
+typedef struct tjx_model {
+    const char *name;
+    const char *description;
+    int n_in, n_out;
+    /* Parameters, initialised from gen; NULL on error. */
+    void *(*create)(tj_generator *gen);
+    void (*destroy)(void *params);
+    tj_model_fn forward;
+    /* Example inputs (n_in new references), from gen. */
+    tj_status (*make_inputs)(void *params, tj_generator *gen, tj_tensor **inputs);
+} tjx_model;
+
+extern const tjx_model tjx_mlp, tjx_lstm_cell, tjx_lstm, tjx_cnn, tjx_transformer;
+
+int tjx_num_models(void);
+const tjx_model *tjx_model_at(int i);
+const tjx_model *tjx_find_model(const char *name); /* NULL when unknown */
+
+/* A parameter: normal values scaled by scale, named. NULL on error. */
+tj_tensor *tjx_param(tj_generator *gen, const char *name, const int64_t *sizes, int ndim,
+                     double scale);
+/* The same sizes filled with value, named. */
+tj_tensor *tjx_param_fill(const char *name, const int64_t *sizes, int ndim, double value);
+
+/* The LSTM cell's sizes: the model functions read them from their params. */
+typedef struct tjx_lstm_sizes {
+    int64_t batch, input, hidden, steps, layers;
+} tjx_lstm_sizes;
+
+/* An LSTM cell's parameters and its parameter-struct constructor with given
+ * sizes (the registry's entry uses batch 64, input and hidden 512). */
+void *tjx_lstm_cell_create_sized(tj_generator *gen, tjx_lstm_sizes sizes);
+
+#endif

@@ -1,0 +1,109 @@
+/* runtime.h — tracing a C model into a graph, compiling a graph into a
+ * program, replaying it, retracing per input signature, and .npy files.
+ *
+ *   tj_graph   *g = tj_trace(model, ctx, inputs, n_in, n_out, NULL);
+ *   char       *s = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
+ *   tj_program *p = tj_compile(g, NULL);
+ *   tj_run(p, inputs, outputs);
+ */
+#ifndef TJIT_RUNTIME_H
+#define TJIT_RUNTIME_H
+
+#include "tjit/ir.h"
+#include "tjit/tjit.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A model: reads n_in inputs (and any tensors it holds in ctx, its
+ * parameters), writes n_out new references into out. */
+typedef tj_status (*tj_model_fn)(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
+                                 int n_out);
+
+/* ---- tracing ---------------------------------------------------------------- */
+
+typedef struct tj_trace_options {
+    /* When set, the model is traced a second time on these inputs (n_in of
+     * them) and the two canonical graphs must be equal; tj_trace fails
+     * naming the first line that differs. */
+    tj_tensor *const *check_inputs;
+} tj_trace_options;
+
+/* Runs fn once with tracing on and returns its graph: the function's inputs
+ * become the graph's first n_in inputs; tensors it reads that it did not make
+ * (weights in ctx) become further inputs bound to those tensors, named by
+ * tj_tensor_set_name or param_N. opts may be NULL. NULL on error. */
+tj_graph *tj_trace(tj_model_fn fn, void *ctx, tj_tensor *const *inputs, int n_in, int n_out,
+                   const tj_trace_options *opts);
+
+/* Parameters: graph inputs bound to tensors (the graph holds a reference). */
+tj_status tj_graph_bind_input(tj_graph *g, int input, tj_tensor *t);
+tj_tensor *tj_graph_input_binding(const tj_graph *g, int input); /* NULL for a plain input */
+
+/* Warnings the tracer recorded (a host read of a tensor's data, which the
+ * trace bakes in). */
+tj_status tj_graph_add_warning(tj_graph *g, const char *message);
+int tj_graph_num_warnings(const tj_graph *g);
+const char *tj_graph_warning(const tj_graph *g, int i);
+
+/* ---- programs ------------------------------------------------------------------ */
+
+typedef struct tj_compile_options {
+    /* Replay accepts inputs whose sizes differ from the traced ones (dtype,
+     * rank and device must still match). Off by default. */
+    bool allow_size_change;
+} tj_compile_options;
+
+typedef struct tj_program tj_program;
+
+/* Lowers a graph to register code. Bound inputs (parameters) are read by
+ * reference at every run: an in-place update of a weight is seen by the next
+ * tj_run. opts may be NULL. The graph may be freed afterwards. */
+tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts);
+/* Runs the program on its unbound inputs; outputs receive new references.
+ * Thread-safe: one program may run on several threads at once. */
+tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs);
+void tj_program_free(tj_program *p);
+int tj_program_num_inputs(const tj_program *p);  /* the unbound inputs */
+int tj_program_num_outputs(const tj_program *p);
+/* The register code, one instruction a line; malloc'd, free with free(). */
+char *tj_program_code_to_string(const tj_program *p);
+/* The graph the program runs (owned by the program). */
+const tj_graph *tj_program_graph(const tj_program *p);
+
+/* ---- functions: retrace per input signature --------------------------------- */
+
+typedef struct tj_function tj_function;
+
+typedef struct tj_function_stats {
+    int64_t calls;
+    int64_t hits;      /* calls that found a program for their input signature */
+    int64_t misses;    /* calls that traced and compiled a new program */
+    int64_t retraces;  /* misses after the first one */
+    int64_t evictions; /* programs dropped to stay within the capacity */
+    int cached;        /* programs held now */
+} tj_function_stats;
+
+/* Owns fn and ctx (borrowed: ctx must outlive the function). A signature is
+ * the dtypes, sizes and devices of the inputs; at most capacity programs are
+ * kept, least recently used dropped first. opts may be NULL. */
+tj_function *tj_function_new(tj_model_fn fn, void *ctx, int n_in, int n_out, int capacity,
+                             const tj_compile_options *opts);
+tj_status tj_function_call(tj_function *f, tj_tensor *const *inputs, tj_tensor **outputs);
+tj_function_stats tj_function_get_stats(const tj_function *f);
+void tj_function_free(tj_function *f);
+
+/* ---- .npy files -------------------------------------------------------------- */
+
+/* NumPy's format, versions 1 to 3: little-endian <f4, <f8, <i8 and |b1, and
+ * <i4 widened to i64; C or Fortran order. Other dtypes are refused with a
+ * message naming them. Saving writes version 1 in C order. */
+tj_tensor *tj_load_npy(const char *path);
+tj_status tj_save_npy(const char *path, const tj_tensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,60 @@
+/* code.h — the interpreter's register code: what a graph lowers to and what
+ * a program runs. Prefix tji_.
+ *
+ * A frame is an array of registers R[0..n_regs), each holding one tensor
+ * reference (or NULL). Graph inputs are loaded into their registers before
+ * the first instruction; after the last one the outputs are read from theirs.
+ * Every instruction reads registers in[], writes registers out[], and then
+ * releases the registers in dead[]: the values whose last use it was. A
+ * register is reused as soon as its value is dead, so a frame holds only the
+ * live values.
+ *
+ *   TJI_CALL   R[out...] = op(R[in...]; attrs)   one row of the op table,
+ *                                                 through tjc_invoke_nested
+ *   TJI_CONST  R[out0] = constant                 a tensor constant (retained)
+ *   TJI_NONE   R[out0] = NULL                     an absent optional tensor
+ *   TJI_CHUNK  R[out...] = chunk(R[in0])          prim::ConstantChunk[chunks, dim]
+ *
+ * Instructions point into the program's graph for their op, attributes and
+ * constants, so the graph lives as long as the code.
+ */
+#ifndef TJIT_INTERPRETER_CODE_H
+#define TJIT_INTERPRETER_CODE_H
+
+#include "core/core.h"
+#include "tjit/runtime.h"
+
+typedef enum tji_opcode { TJI_CALL, TJI_CONST, TJI_NONE, TJI_CHUNK } tji_opcode;
+
+typedef struct tji_instr {
+    tji_opcode code;
+    const tj_op_info *op;   /* TJI_CALL */
+    const tj_attr *attrs;   /* TJI_CALL: the node's attributes, schema order */
+    tj_tensor *constant;    /* TJI_CONST, borrowed from the graph */
+    int64_t chunks, dim;    /* TJI_CHUNK */
+    const tj_node *node;    /* for messages and dumps */
+    int n_in, n_out, n_dead;
+    int *in, *out, *dead;   /* register numbers */
+} tji_instr;
+
+typedef struct tji_code {
+    tji_instr *instrs;
+    int n_instrs;
+    int n_regs;
+    int n_inputs;       /* graph inputs, bound ones included */
+    int *input_regs;    /* -1 for an input nothing reads */
+    int n_outputs;
+    int *output_regs;
+} tji_code;
+
+/* Lowers the nodes of g's block (which must be verified) to code. */
+tj_status tji_lower(const tj_graph *g, tji_code *code);
+void tji_code_free(tji_code *code);
+/* Runs code on the graph inputs in[] (n_inputs of them); outputs receive new
+ * references. The registers come from the caller's frame (n_regs, zeroed). */
+tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **frame,
+                      tj_tensor **outputs);
+/* One line per instruction. */
+char *tji_code_to_string(const tji_code *code);
+
+#endif

@@ -1,0 +1,159 @@
+/* lower.c — lowering a graph to register code (see code.h): one instruction
+ * per node, a register per live value, each value released after its last
+ * use and its register reused. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "code.h"
+#include "core/ptrmap.h"
+
+typedef struct lowering {
+    tjc_ptrmap reg_of;    /* value -> register + 1 */
+    tjc_ptrmap last_use;  /* value -> index of the last instruction reading it + 1 */
+    tjc_ptrmap kept;      /* graph outputs: never released by an instruction */
+    int *free_regs;
+    int n_free, cap_free;
+    int n_regs;
+} lowering;
+
+static int new_reg(lowering *L) {
+    return L->n_free ? L->free_regs[--L->n_free] : L->n_regs++;
+}
+
+static bool release_reg(lowering *L, int r) {
+    if (L->n_free == L->cap_free) {
+        int cap = L->cap_free ? 2 * L->cap_free : 32;
+        int *grown = realloc(L->free_regs, sizeof(int) * (size_t)cap);
+        if (!grown) return false;
+        L->free_regs = grown;
+        L->cap_free = cap;
+    }
+    L->free_regs[L->n_free++] = r;
+    return true;
+}
+
+static int reg_of(const lowering *L, const tj_value *v) {
+    return (int)(intptr_t)tjc_ptrmap_get(&L->reg_of, v) - 1;
+}
+
+static int *int_array(int n) { return calloc((size_t)(n ? n : 1), sizeof(int)); }
+
+static tj_status unsupported(const tj_node *n) {
+    return tjc_error(TJ_ERR_UNSUPPORTED, "the interpreter cannot run node %%%d (%s)",
+                     tj_node_id(n), tj_node_name(n));
+}
+
+static tj_status lower_node(lowering *L, tj_node *n, int index, tji_instr *I) {
+    *I = (tji_instr){.node = n};
+    switch (tj_node_kind_of(n)) {
+    case TJ_NODE_OP:
+        I->code = TJI_CALL;
+        I->op = tj_node_op(n);
+        I->attrs = tj_node_attrs(n);
+        break;
+    case TJ_NODE_CONSTANT:
+        if (!tj_node_tensor(n)) {
+            if (tj_value_num_uses(tj_node_output(n, 0)) > 0) return unsupported(n);
+            I->code = TJI_NONE; /* an unused scalar constant: nothing to hold */
+        } else {
+            I->code = TJI_CONST;
+            I->constant = tj_node_tensor(n);
+        }
+        break;
+    case TJ_NODE_NONE: I->code = TJI_NONE; break;
+    case TJ_NODE_CONSTANT_CHUNK:
+        I->code = TJI_CHUNK;
+        I->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
+        I->dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
+        break;
+    default: return unsupported(n);
+    }
+    I->n_in = tj_node_num_inputs(n);
+    I->n_out = tj_node_num_outputs(n);
+    I->in = int_array(I->n_in);
+    I->out = int_array(I->n_out);
+    I->dead = int_array(I->n_in + I->n_out);
+    if (!I->in || !I->out || !I->dead) return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    for (int i = 0; i < I->n_in; i++) I->in[i] = reg_of(L, tj_node_input(n, i));
+    for (int i = 0; i < I->n_out; i++) {
+        tj_value *v = tj_node_output(n, i);
+        I->out[i] = new_reg(L);
+        if (!tjc_ptrmap_put(&L->reg_of, v, (void *)(intptr_t)(I->out[i] + 1)))
+            return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    }
+    /* inputs whose last use this is (once each), then outputs nobody reads */
+    for (int i = 0; i < I->n_in; i++) {
+        tj_value *v = tj_node_input(n, i);
+        bool repeated = false;
+        for (int j = 0; j < i; j++) repeated |= tj_node_input(n, j) == v;
+        if (repeated || tjc_ptrmap_has(&L->kept, v)) continue;
+        if ((int)(intptr_t)tjc_ptrmap_get(&L->last_use, v) - 1 == index)
+            I->dead[I->n_dead++] = I->in[i];
+    }
+    for (int i = 0; i < I->n_out; i++)
+        if (tj_value_num_uses(tj_node_output(n, i)) == 0) I->dead[I->n_dead++] = I->out[i];
+    for (int i = 0; i < I->n_dead; i++)
+        if (!release_reg(L, I->dead[i])) return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    return TJ_OK;
+}
+
+tj_status tji_lower(const tj_graph *graph, tji_code *code) {
+    tj_graph *g = (tj_graph *)graph; /* the IR's accessors take non-const graphs */
+    tj_block *b = tj_graph_block(g);
+    memset(code, 0, sizeof *code);
+    lowering L = {0};
+    tjc_ptrmap_init(&L.reg_of);
+    tjc_ptrmap_init(&L.last_use);
+    tjc_ptrmap_init(&L.kept);
+    tj_status st = TJ_OK;
+
+    int index = 0;
+    for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n), index++)
+        for (int i = 0; i < tj_node_num_inputs(n); i++)
+            if (!tjc_ptrmap_put(&L.last_use, tj_node_input(n, i), (void *)(intptr_t)(index + 1)))
+                st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    code->n_outputs = tj_block_num_outputs(b);
+    code->output_regs = int_array(code->n_outputs);
+    code->n_inputs = tj_block_num_inputs(b);
+    code->input_regs = int_array(code->n_inputs);
+    code->n_instrs = tj_block_num_nodes(b);
+    code->instrs = calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof(tji_instr));
+    if (!code->output_regs || !code->input_regs || !code->instrs)
+        st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    for (int i = 0; st == TJ_OK && i < code->n_outputs; i++)
+        if (!tjc_ptrmap_put(&L.kept, tj_block_output(b, i), (void *)1))
+            st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    for (int i = 0; st == TJ_OK && i < code->n_inputs; i++) {
+        tj_value *v = tj_block_input(b, i);
+        code->input_regs[i] = -1;
+        if (tj_value_num_uses(v) == 0) continue;
+        code->input_regs[i] = new_reg(&L);
+        if (!tjc_ptrmap_put(&L.reg_of, v, (void *)(intptr_t)(code->input_regs[i] + 1)))
+            st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    }
+    index = 0;
+    for (tj_node *n = tj_block_first(b); st == TJ_OK && n; n = tj_node_next(n), index++)
+        st = lower_node(&L, n, index, &code->instrs[index]);
+    for (int i = 0; st == TJ_OK && i < code->n_outputs; i++)
+        code->output_regs[i] = reg_of(&L, tj_block_output(b, i));
+    code->n_regs = L.n_regs;
+    tjc_ptrmap_free(&L.reg_of);
+    tjc_ptrmap_free(&L.last_use);
+    tjc_ptrmap_free(&L.kept);
+    free(L.free_regs);
+    if (st != TJ_OK) tji_code_free(code);
+    return st;
+}
+
+void tji_code_free(tji_code *code) {
+    for (int i = 0; i < code->n_instrs && code->instrs; i++) {
+        free(code->instrs[i].in);
+        free(code->instrs[i].out);
+        free(code->instrs[i].dead);
+    }
+    free(code->instrs);
+    free(code->input_regs);
+    free(code->output_regs);
+    memset(code, 0, sizeof *code);
+}

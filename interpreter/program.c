@@ -1,0 +1,118 @@
+/* program.c — compiled programs: tj_compile lowers a verified copy of a graph
+ * to register code and binds its parameters; tj_run checks the inputs against
+ * the traced types and runs the code in a frame of its own, so one program can
+ * run on several threads at once. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "code.h"
+
+struct tj_program {
+    tj_graph *graph;  /* the copy the code points into */
+    tji_code code;
+    int n_user;       /* unbound inputs, which tj_run receives */
+    int *user_input;  /* graph input index of each */
+    tj_tensor **bound; /* by graph input: the parameter, or NULL */
+    int n_graph_inputs;
+    tj_compile_options opts;
+};
+
+void tj_program_free(tj_program *p) {
+    if (!p) return;
+    tji_code_free(&p->code);
+    for (int i = 0; p->bound && i < p->n_graph_inputs; i++) tj_release(p->bound[i]);
+    free(p->bound);
+    free(p->user_input);
+    tj_graph_free(p->graph);
+    free(p);
+}
+
+tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_compile: graph is NULL"), NULL;
+    if (tj_graph_verify(g) != TJ_OK) return NULL;
+    tj_program *p = calloc(1, sizeof *p);
+    if (!p) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    if (opts) p->opts = *opts;
+    p->graph = tj_graph_clone(g, NULL);
+    int n_inputs = p->graph ? tj_graph_num_inputs(p->graph) : 0;
+    p->bound = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
+    p->user_input = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(int));
+    if (!p->graph || !p->bound || !p->user_input) {
+        tj_program_free(p);
+        return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    }
+    p->n_graph_inputs = n_inputs;
+    for (int i = 0; i < n_inputs; i++) {
+        p->bound[i] = tj_retain(tj_graph_input_binding(g, i));
+        if (!p->bound[i]) p->user_input[p->n_user++] = i;
+    }
+    if (tji_lower(p->graph, &p->code) != TJ_OK) {
+        tj_program_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+int tj_program_num_inputs(const tj_program *p) { return p ? p->n_user : -1; }
+int tj_program_num_outputs(const tj_program *p) { return p ? p->code.n_outputs : -1; }
+const tj_graph *tj_program_graph(const tj_program *p) { return p ? p->graph : NULL; }
+char *tj_program_code_to_string(const tj_program *p) { return p ? tji_code_to_string(&p->code) : NULL; }
+
+static tj_status check_input(const tj_program *p, int k, const tj_tensor *t) {
+    int gi = p->user_input[k];
+    tj_value *v = tj_graph_input(p->graph, gi);
+    const char *name = tj_value_name(v) ? tj_value_name(v) : "";
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_run: input %d%s%s%s is NULL", k, *name ? " ('" : "",
+                               name, *name ? "')" : "");
+    const tj_type *ty = tj_value_type(v);
+    if (ty->kind != TJ_TYPE_TENSOR) return TJ_OK;
+    char got[TJC_SIZES_BUF], want[TJC_SIZES_BUF];
+    if (ty->dtype != TJ_UNKNOWN && ty->dtype != (int)tj_tensor_dtype(t))
+        return tjc_error(TJ_ERR_DTYPE, "tj_run: input %d%s%s%s is %s but the program was traced "
+                         "with %s", k, *name ? " ('" : "", name, *name ? "')" : "",
+                         tj_dtype_name(tj_tensor_dtype(t)), tj_dtype_name((tj_dtype)ty->dtype));
+    if (ty->device_type != TJ_UNKNOWN && ty->device_type != (int)tj_tensor_device(t).type)
+        return tjc_error(TJ_ERR_DEVICE, "tj_run: input %d%s%s%s is on another device than the "
+                         "traced one", k, *name ? " ('" : "", name, *name ? "')" : "");
+    if (ty->ndim == TJ_UNKNOWN) return TJ_OK;
+    bool same_rank = ty->ndim == tj_ndim(t), same_sizes = same_rank;
+    for (int d = 0; same_sizes && d < ty->ndim; d++)
+        same_sizes = ty->sizes[d] == TJ_UNKNOWN_DIM || ty->sizes[d] == tj_sizes(t)[d];
+    if (same_sizes || (same_rank && p->opts.allow_size_change)) return TJ_OK;
+    int64_t traced[TJ_MAX_DIMS];
+    for (int d = 0; d < ty->ndim; d++) traced[d] = ty->sizes[d] == TJ_UNKNOWN_DIM ? -1 : ty->sizes[d];
+    return tjc_error(TJ_ERR_SHAPE, "tj_run: input %d%s%s%s has sizes %s but the program was "
+                     "traced with %s%s", k, *name ? " ('" : "", name, *name ? "')" : "",
+                     tjc_fmt_sizes(got, sizeof got, tj_sizes(t), tj_ndim(t)),
+                     tjc_fmt_sizes(want, sizeof want, traced, ty->ndim),
+                     same_rank ? "; retrace, or compile with allow_size_change" : "");
+}
+
+tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs) {
+    if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_run: program is NULL");
+    if ((p->n_user && !inputs) || (p->code.n_outputs && !outputs))
+        return tjc_error(TJ_ERR_ARG, "tj_run: the input or output array is NULL");
+    for (int k = 0; k < p->n_user; k++) {
+        tj_status st = check_input(p, k, inputs[k]);
+        if (st) return st;
+    }
+    enum { SMALL = 128 };
+    tj_tensor *in_small[SMALL], *frame_small[SMALL] = {0};
+    int n_in = p->code.n_inputs;
+    tj_tensor **in = n_in <= SMALL ? in_small : malloc(sizeof(tj_tensor *) * (size_t)n_in);
+    tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
+                                                : calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
+    tj_status st = TJ_OK;
+    if (!in || !frame) {
+        st = tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
+    } else {
+        for (int i = 0; i < n_in; i++) in[i] = p->bound[i];
+        for (int k = 0; k < p->n_user; k++) in[p->user_input[k]] = inputs[k];
+        st = tji_execute(&p->code, in, frame, outputs);
+        if (st == TJ_OK)
+            for (int i = 0; i < p->code.n_outputs; i++) tjc_scope_track(outputs[i]);
+    }
+    if (in != in_small) free(in);
+    if (frame != frame_small) free(frame);
+    return st;
+}

@@ -1,0 +1,157 @@
+/* run.c — executing register code (see code.h) and printing it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "code.h"
+
+/* Wraps the op's own message with the node it came from. */
+static tj_status node_failed(const tji_instr *I) {
+    char cause[768];
+    snprintf(cause, sizeof cause, "%s", tj_last_error());
+    tj_status st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    return tjc_error(st, "replaying node %%%d (%s): %s", tj_node_id(I->node),
+                     tj_node_name(I->node), cause);
+}
+
+static tj_status call(const tji_instr *I, tj_tensor **R) {
+    enum { SMALL = 16 };
+    tj_tensor *args_small[SMALL], *res_small[SMALL];
+    tj_tensor **args = I->n_in <= SMALL ? args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
+    tj_tensor **res = I->n_out <= SMALL ? res_small : calloc((size_t)I->n_out, sizeof(tj_tensor *));
+    tj_status st = TJ_OK;
+    if (!args || !res) {
+        st = tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
+        goto done;
+    }
+    for (int j = 0; j < I->n_in; j++) args[j] = R[I->in[j]];
+    int n = tjc_invoke_nested(I->op, args, I->n_in, I->attrs, res, I->n_out);
+    if (n < 0) {
+        st = node_failed(I);
+    } else if (n != I->n_out) {
+        for (int j = 0; j < n; j++) tj_release(res[j]);
+        st = tjc_error(TJ_ERR_SHAPE, "replaying node %%%d (%s): it made %d outputs where the "
+                       "trace had %d; the inputs' sizes changed what it computes",
+                       tj_node_id(I->node), tj_node_name(I->node), n, I->n_out);
+    } else {
+        for (int j = 0; j < n; j++) R[I->out[j]] = res[j];
+    }
+done:
+    if (args != args_small) free(args);
+    if (res != res_small) free(res);
+    return st;
+}
+
+static tj_status chunk(const tji_instr *I, tj_tensor **R) {
+    tj_tensor *x = R[I->in[0]];
+    tj_tensor **res = calloc((size_t)I->n_out, sizeof(tj_tensor *));
+    if (!res) return tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
+    int n = tj_chunk(x, I->chunks, I->dim, res, I->n_out);
+    tj_status st = TJ_OK;
+    if (n != I->n_out) {
+        for (int j = 0; j < n; j++) tj_release(res[j]);
+        st = n < 0 ? node_failed(I)
+                   : tjc_error(TJ_ERR_SHAPE, "replaying node %%%d (prim::ConstantChunk): %d "
+                               "chunks where the trace had %d", tj_node_id(I->node), n, I->n_out);
+    } else {
+        for (int j = 0; j < n; j++) R[I->out[j]] = res[j];
+    }
+    free(res);
+    return st;
+}
+
+tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
+                      tj_tensor **outputs) {
+    for (int i = 0; i < code->n_inputs; i++)
+        if (code->input_regs[i] >= 0) R[code->input_regs[i]] = tj_retain(in[i]);
+    tj_status st = TJ_OK;
+    for (int k = 0; k < code->n_instrs && st == TJ_OK; k++) {
+        const tji_instr *I = &code->instrs[k];
+        switch (I->code) {
+        case TJI_CALL: st = call(I, R); break;
+        case TJI_CONST: R[I->out[0]] = tj_retain(I->constant); break;
+        case TJI_NONE: R[I->out[0]] = NULL; break;
+        case TJI_CHUNK: st = chunk(I, R); break;
+        }
+        if (st != TJ_OK) break;
+        for (int d = 0; d < I->n_dead; d++) {
+            tj_release(R[I->dead[d]]);
+            R[I->dead[d]] = NULL;
+        }
+    }
+    for (int i = 0; i < code->n_outputs; i++)
+        outputs[i] = st == TJ_OK ? tj_retain(R[code->output_regs[i]]) : NULL;
+    for (int r = 0; r < code->n_regs; r++) {
+        tj_release(R[r]);
+        R[r] = NULL;
+    }
+    return st;
+}
+
+/* ---- printing ------------------------------------------------------------------ */
+
+typedef struct text {
+    char *s;
+    size_t n, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0 || !t->s) return;
+    if (t->n + (size_t)k + 1 > t->cap) {
+        size_t cap = (t->cap + (size_t)k + 1) * 2;
+        char *s = realloc(t->s, cap);
+        if (!s) {
+            free(t->s);
+            t->s = NULL;
+            return;
+        }
+        t->s = s;
+        t->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
+    va_end(ap);
+    t->n += (size_t)k;
+}
+
+static void regs(text *t, const int *r, int n) {
+    for (int i = 0; i < n; i++) put(t, i ? ", R%d" : "R%d", r[i]);
+}
+
+char *tji_code_to_string(const tji_code *code) {
+    text t = {malloc(256), 0, 256};
+    if (!t.s) return NULL;
+    t.s[0] = '\0';
+    put(&t, "registers: %d\ninputs: ", code->n_regs);
+    for (int i = 0; i < code->n_inputs; i++)
+        put(&t, code->input_regs[i] < 0 ? "%s-" : "%sR%d", i ? ", " : "", code->input_regs[i]);
+    put(&t, "\n");
+    for (int k = 0; k < code->n_instrs; k++) {
+        const tji_instr *I = &code->instrs[k];
+        put(&t, "%4d: ", k);
+        regs(&t, I->out, I->n_out);
+        switch (I->code) {
+        case TJI_CALL: put(&t, " = call %s(", tj_op_name(I->op)); break;
+        case TJI_CONST: put(&t, " = const %%%d(", tj_node_id(I->node)); break;
+        case TJI_NONE: put(&t, " = none("); break;
+        case TJI_CHUNK: put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
+                            (long long)I->dim); break;
+        }
+        regs(&t, I->in, I->n_in);
+        put(&t, ")");
+        if (I->n_dead) {
+            put(&t, "  free ");
+            regs(&t, I->dead, I->n_dead);
+        }
+        put(&t, "\n");
+    }
+    put(&t, "outputs: ");
+    regs(&t, code->output_regs, code->n_outputs);
+    put(&t, "\n");
+    return t.s;
+}

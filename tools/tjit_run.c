@@ -1,0 +1,177 @@
+/* tjit_run.c — `tjit run FILE.ir`: parses a graph, runs it on inputs read
+ * from .npy files (or random ones of the declared types), prints a summary of
+ * each output and saves the outputs as .npy files. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tjit/tjit.h"
+#include "tools/commands.h"
+
+enum { MAX_INPUTS = 64 };
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "tjit run: cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    while (s) {
+        n += fread(s + n, 1, cap - n - 1, f);
+        if (n < cap - 1) break;
+        char *grown = realloc(s, cap *= 2);
+        if (!grown) free(s);
+        s = grown;
+    }
+    fclose(f);
+    if (s) s[n] = '\0';
+    return s;
+}
+
+/* A random tensor of a fully known type; NULL with a message otherwise. */
+static tj_tensor *random_input(const tj_type *t, int index, const char *name, tj_generator *gen) {
+    bool known = t->kind == TJ_TYPE_TENSOR && t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN;
+    for (int d = 0; known && d < t->ndim; d++) known = t->sizes[d] != TJ_UNKNOWN_DIM;
+    if (!known) {
+        fprintf(stderr, "tjit run: input %d%s%s has no complete tensor type; give it with "
+                "--input %s=FILE.npy\n", index, name ? " %" : "", name ? name : "", name ? name : "N");
+        return NULL;
+    }
+    tj_tensor *x = tj_randn(t->sizes, t->ndim, TJ_F64, gen);
+    if (!x) return NULL;
+    if (t->dtype == TJ_I64 || t->dtype == TJ_BOOL) { /* small non-negative integers */
+        tj_tensor *a = tj_mul_scalar(tj_abs(x), 2.0);
+        tj_release(x);
+        x = tj_floor(a);
+        tj_release(a);
+    }
+    tj_tensor *y = tj_to_dtype(x, (tj_dtype)t->dtype);
+    tj_release(x);
+    return y;
+}
+
+static void summary(const char *label, const tj_tensor *t) {
+    tj_type ty = tj_type_of_tensor(t);
+    char *type = tj_type_to_string(&ty, TJ_PRINT_NO_STRIDES);
+    printf("%s : %s\n", label, type ? type : "?");
+    free(type);
+    int64_t n = tj_numel(t);
+    if (n == 0) return;
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    int64_t idx[TJ_MAX_DIMS] = {0};
+    for (int64_t k = 0; k < n; k++) {
+        double v = tj_get(t, idx);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        sum += v;
+        for (int d = tj_ndim(t) - 1; d >= 0 && ++idx[d] == tj_sizes(t)[d]; d--) idx[d] = 0;
+    }
+    printf("  min %.6g  max %.6g  mean %.6g\n", lo, hi, sum / (double)n);
+}
+
+int tjit_cmd_run(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: tjit run FILE.ir [--input NAME=FILE.npy]... [--out DIR]\n");
+        return 2;
+    }
+    const char *given_name[MAX_INPUTS], *given_file[MAX_INPUTS], *out_dir = NULL;
+    int n_given = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out_dir = argv[++i];
+        } else if (!strcmp(argv[i], "--input") && i + 1 < argc && n_given < MAX_INPUTS) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq) {
+                fprintf(stderr, "tjit run: --input takes NAME=FILE.npy, got '%s'\n", argv[i]);
+                return 2;
+            }
+            *eq = '\0';
+            given_name[n_given] = argv[i];
+            given_file[n_given++] = eq + 1;
+        } else {
+            fprintf(stderr, "tjit run: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    char *text = read_file(argv[1]);
+    if (!text) return 1;
+    int rc = 1;
+    tj_graph *g = tj_graph_parse(text, NULL);
+    free(text);
+    tj_program *p = NULL;
+    tj_generator *gen = tj_generator_new(0);
+    tj_tensor *inputs[MAX_INPUTS] = {0}, *outputs[MAX_INPUTS] = {0};
+    int n_in = g ? tj_graph_num_inputs(g) : 0, n_out = g ? tj_graph_num_outputs(g) : 0;
+    if (!g) {
+        fprintf(stderr, "%s:%s\n", argv[1], tj_last_error());
+        goto done;
+    }
+    if (n_in > MAX_INPUTS || n_out > MAX_INPUTS) {
+        fprintf(stderr, "tjit run: at most %d inputs and outputs\n", MAX_INPUTS);
+        goto done;
+    }
+    for (int k = 0; k < n_given; k++) { /* every --input must name an input */
+        bool found = false;
+        for (int i = 0; i < n_in && !found; i++) {
+            const char *name = tj_value_name(tj_graph_input(g, i));
+            char pos[16];
+            snprintf(pos, sizeof pos, "%d", i);
+            found = (name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k]);
+        }
+        if (!found) {
+            fprintf(stderr, "tjit run: the graph has no input named '%s'\n", given_name[k]);
+            goto done;
+        }
+    }
+    for (int i = 0; i < n_in; i++) {
+        tj_value *v = tj_graph_input(g, i);
+        const char *name = tj_value_name(v);
+        char pos[16];
+        snprintf(pos, sizeof pos, "%d", i);
+        const char *file = NULL;
+        for (int k = 0; k < n_given; k++)
+            if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = given_file[k];
+        inputs[i] = file ? tj_load_npy(file) : random_input(tj_value_type(v), i, name, gen);
+        if (!inputs[i]) {
+            if (file || tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            goto done;
+        }
+    }
+    p = tj_compile(g, NULL);
+    if (!p || tj_run(p, inputs, outputs) != TJ_OK) {
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
+        goto done;
+    }
+    if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "tjit run: cannot create %s: %s\n", out_dir, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+    for (int i = 0; i < n_out; i++) {
+        const char *name = tj_value_name(tj_graph_output(g, i));
+        char label[256], path[4096];
+        if (name) snprintf(label, sizeof label, "%s", name);
+        else snprintf(label, sizeof label, "%d", i);
+        summary(label, outputs[i]);
+        if (!out_dir) continue;
+        snprintf(path, sizeof path, "%s/%s.npy", out_dir, label);
+        if (tj_save_npy(path, outputs[i]) != TJ_OK) {
+            fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            rc = 1;
+        }
+    }
+done:
+    for (int i = 0; i < MAX_INPUTS; i++) {
+        tj_release(inputs[i]);
+        tj_release(outputs[i]);
+    }
+    tj_program_free(p);
+    tj_graph_free(g);
+    tj_generator_free(gen);
+    return rc;
+}
