@@ -12,6 +12,10 @@
  * only a weight whose inner dims do not form one run, or a grad_output whose
  * spatial dims do not, is copied first.
  *
+ * col is built a band of output rows at a time, sized to stay in L2 cache
+ * (COL_BUDGET), so the GEMM reads what im2col has just written instead of a
+ * buffer the size of the whole image.
+ *
  * Threads: when there are enough (image, group) products, each thread takes
  * whole products with its own col buffer and single-threaded BLAS; otherwise
  * the products run in turn, im2col/col2im split over channels and BLAS using
@@ -73,20 +77,29 @@ static void ow_range(const tjc_conv_geom *g, int64_t kj, int64_t *lo, int64_t *h
     *hi = h;
 }
 
-/* col[(c * kh + ki) * kw + kj, oh * wo + ow] = x[c, ih, iw] (0 in the padding)
- * for channels [0, cg) of the plane block at x; values move as bits, so one
- * routine serves every dtype. */
-static void im2col(const char *x, const act4 *v, const tjc_conv_geom *g, int64_t cg, char *col,
-                   size_t es, int threads) {
-    int64_t P = g->ho * g->wo, kk = g->kh * g->kw;
+/* Bytes of col built at a time: about half of a core's L2. */
+#define COL_BUDGET ((int64_t)1 << 20)
+
+/* Output rows per band of col. */
+static int64_t band_rows(const tjc_conv_geom *g, int64_t ckk, size_t es) {
+    int64_t rows = COL_BUDGET / ((int64_t)es * ckk * g->wo);
+    return rows < 1 ? 1 : rows > g->ho ? g->ho : rows;
+}
+
+/* col[(c * kh + ki) * kw + kj, (oh - oh0) * wo + ow] = x[c, ih, iw] (0 in the
+ * padding) for channels [0, cg) of the plane block at x and output rows
+ * [oh0, oh1); values move as bits, so one routine serves every dtype. */
+static void im2col(const char *x, const act4 *v, const tjc_conv_geom *g, int64_t cg, int64_t oh0,
+                   int64_t oh1, char *col, size_t es, int threads) {
+    int64_t pc = (oh1 - oh0) * g->wo, kk = g->kh * g->kw;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t r = 0; r < cg * kk; r++) {
         int64_t ch = r / kk, ki = (r % kk) / g->kw, kj = r % g->kw, lo, hi;
         ow_range(g, kj, &lo, &hi);
-        char *dst = col + (size_t)(r * P) * es;
+        char *dst = col + (size_t)(r * pc) * es;
         const char *xc = x + (size_t)(ch * v->sc) * es;
         int64_t off = kj * g->dw - g->pw;
-        for (int64_t oh = 0; oh < g->ho; oh++, dst += (size_t)g->wo * es) {
+        for (int64_t oh = oh0; oh < oh1; oh++, dst += (size_t)g->wo * es) {
             int64_t ih = oh * g->sh - g->ph + ki * g->dh;
             if (ih < 0 || ih >= g->h || lo == hi) {
                 memset(dst, 0, (size_t)g->wo * es);
@@ -111,25 +124,25 @@ static void im2col(const char *x, const act4 *v, const tjc_conv_geom *g, int64_t
     }
 }
 
-/* The adjoint of im2col: dx[c, ih, iw] += col[...] into a contiguous
- * [cg, h, w] block; a channel's rows only touch its own plane. */
+/* The adjoint of im2col over output rows [oh0, oh1): dx[c, ih, iw] += col[...]
+ * into a contiguous [cg, h, w] block; a channel's rows only touch its plane. */
 #define COL2IM(T, sfx)                                                                         \
     static void col2im_##sfx(const T *col, T *dx, const tjc_conv_geom *g, int64_t cg,          \
-                             int threads) {                                                    \
-        int64_t P = g->ho * g->wo, kk = g->kh * g->kw;                                         \
+                             int64_t oh0, int64_t oh1, int threads) {                          \
+        int64_t pc = (oh1 - oh0) * g->wo, kk = g->kh * g->kw;                                  \
         _Pragma("omp parallel for num_threads(threads) schedule(static) if (threads > 1)")     \
         for (int64_t ch = 0; ch < cg; ch++) {                                                  \
             T *plane = dx + ch * g->h * g->w;                                                  \
             for (int64_t q = 0; q < kk; q++) {                                                 \
                 int64_t ki = q / g->kw, kj = q % g->kw, lo, hi;                                \
                 ow_range(g, kj, &lo, &hi);                                                     \
-                const T *src = col + (ch * kk + q) * P;                                        \
+                const T *src = col + (ch * kk + q) * pc;                                       \
                 int64_t off = kj * g->dw - g->pw;                                              \
-                for (int64_t oh = 0; oh < g->ho; oh++) {                                       \
+                for (int64_t oh = oh0; oh < oh1; oh++) {                                       \
                     int64_t ih = oh * g->sh - g->ph + ki * g->dh;                              \
                     if (ih < 0 || ih >= g->h) continue;                                        \
                     T *d = plane + ih * g->w + off;                                            \
-                    const T *s = src + oh * g->wo;                                             \
+                    const T *s = src + (oh - oh0) * g->wo;                                     \
                     for (int64_t ow = lo; ow < hi; ow++) d[ow * g->sw] += s[ow];               \
                 }                                                                              \
             }                                                                                  \
@@ -212,14 +225,15 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
     tjcpu_mat wm;
     if ((st = as_matrix(w, &wown, &wm))) return st;
     int threads = unit_threads(units, g.n * g.c_out * P * ckk);
-    size_t col_bytes = direct ? 0 : (size_t)(ckk * P) * es;
+    int64_t band = band_rows(&g, ckk, es);
+    size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
     char *cols = direct ? NULL : malloc(col_bytes * (size_t)threads);
     if (!direct && !cols) {
         tj_release(wown);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for a %lldx%lld im2col buffer",
-                         c->op->name, (long long)ckk, (long long)P);
+                         c->op->name, (long long)ckk, (long long)(band * g.wo));
     }
-    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * P);
+    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
     tjcpu_blas_threads(threads > 1 ? 1 : 0);
     tj_status first = TJ_OK;
     char *y = tjc_data_ptr(out);
@@ -228,15 +242,20 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
         int64_t ni = u / G, gi = u % G;
         const char *xp = xv.p + (size_t)(ni * xv.sn + gi * cg * xv.sc) * es;
         char *yp = y + (size_t)((ni * g.c_out + gi * cog) * P) * es;
-        tjcpu_mat bm = {xp, xv.sc, xstep};
-        if (!direct) {
-            char *col = cols + col_bytes * (size_t)omp_get_thread_num();
-            im2col(xp, &xv, &g, cg, col, es, inner);
-            bm = (tjcpu_mat){col, P, 1};
-        }
         if (bias) row_fill(dt, yp, cog, P, bias, gi * cog, false);
         tjcpu_mat am = {(const char *)wm.p + (size_t)(gi * cog * wm.rs) * es, wm.rs, wm.cs};
-        tj_status s = tjcpu_gemm(dt, cog, P, ckk, 1.0, am, bm, bias ? 1.0 : 0.0, yp, P);
+        tj_status s = TJ_OK;
+        if (direct) {
+            tjcpu_mat bm = {xp, xv.sc, xstep};
+            s = tjcpu_gemm(dt, cog, P, ckk, 1.0, am, bm, bias ? 1.0 : 0.0, yp, P);
+        }
+        char *col = direct ? NULL : cols + col_bytes * (size_t)omp_get_thread_num();
+        for (int64_t oh0 = 0; !direct && oh0 < g.ho && !s; oh0 += band) {
+            int64_t oh1 = oh0 + band < g.ho ? oh0 + band : g.ho, pc = (oh1 - oh0) * g.wo;
+            im2col(xp, &xv, &g, cg, oh0, oh1, col, es, inner);
+            s = tjcpu_gemm(dt, cog, pc, ckk, 1.0, am, (tjcpu_mat){col, pc, 1}, bias ? 1.0 : 0.0,
+                           yp + (size_t)(oh0 * g.wo) * es, P);
+        }
         if (s) {
 #pragma omp critical(tjcpu_conv_error)
             if (!first) first = s;
@@ -270,15 +289,16 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
         return st;
     }
     int threads = unit_threads(units, g.n * g.c_out * P * ckk);
-    size_t col_bytes = direct ? 0 : (size_t)(ckk * P) * es;
+    int64_t band = band_rows(&g, ckk, es);
+    size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
     char *cols = direct ? NULL : malloc(col_bytes * (size_t)threads);
     if (!direct && !cols) {
         tj_release(gown);
         tj_release(wown);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for a %lldx%lld column buffer",
-                         c->op->name, (long long)ckk, (long long)P);
+                         c->op->name, (long long)ckk, (long long)(band * g.wo));
     }
-    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * P);
+    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
     tjcpu_blas_threads(threads > 1 ? 1 : 0);
     tj_status first = TJ_OK;
     char *dxd = tjc_data_ptr(dx);
@@ -289,15 +309,19 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
         /* W_g^T: the group's rows of the weight matrix, read transposed */
         tjcpu_mat am = {(const char *)wm.p + (size_t)(gi * cog * wm.rs) * es, wm.cs, wm.rs};
         tjcpu_mat bm = {gv.p + (size_t)(ni * gv.sn + gi * cog * gv.sc) * es, gv.sc, gstep};
-        tj_status s;
+        tj_status s = TJ_OK;
         if (direct) {
             s = tjcpu_gemm(dt, ckk, P, cog, 1.0, am, bm, 0.0, dxp, HW);
         } else {
-            char *col = cols + col_bytes * (size_t)omp_get_thread_num();
-            s = tjcpu_gemm(dt, ckk, P, cog, 1.0, am, bm, 0.0, col, P);
             memset(dxp, 0, (size_t)(cg * HW) * es);
-            if (dt == TJ_F32) col2im_f32((const float *)col, (float *)dxp, &g, cg, inner);
-            else col2im_f64((const double *)col, (double *)dxp, &g, cg, inner);
+        }
+        char *col = direct ? NULL : cols + col_bytes * (size_t)omp_get_thread_num();
+        for (int64_t oh0 = 0; !direct && oh0 < g.ho && !s; oh0 += band) {
+            int64_t oh1 = oh0 + band < g.ho ? oh0 + band : g.ho, pc = (oh1 - oh0) * g.wo;
+            tjcpu_mat bband = {(const char *)bm.p + (size_t)(oh0 * g.wo * gstep) * es, bm.rs, bm.cs};
+            s = tjcpu_gemm(dt, ckk, pc, cog, 1.0, am, bband, 0.0, col, pc);
+            if (dt == TJ_F32) col2im_f32((const float *)col, (float *)dxp, &g, cg, oh0, oh1, inner);
+            else col2im_f64((const double *)col, (double *)dxp, &g, cg, oh0, oh1, inner);
         }
         if (bias) row_fill(dt, dxp, cg, HW, bias, gi * cg, true);
         if (s) {
@@ -339,16 +363,17 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
     if ((st = plane_act(c->in[0], &g, g.ho, g.wo, &gown, &gv, &gstep))) return st;
     /* images split across threads, each summing into its own copy of dW */
     int threads = unit_threads(g.n, g.n * g.c_out * P * ckk);
-    size_t col_bytes = direct ? 0 : (size_t)(ckk * P) * es;
+    int64_t band = band_rows(&g, ckk, es);
+    size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
     size_t part_bytes = threads > 1 ? (size_t)wlen * es : 0;
     char *scratch = calloc((size_t)threads, col_bytes + part_bytes + 1);
     if (!scratch) {
         tj_release(gown);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for %d column buffers of %lldx%lld",
-                         c->op->name, threads, (long long)ckk, (long long)P);
+                         c->op->name, threads, (long long)ckk, (long long)(band * g.wo));
     }
     char *parts = scratch + col_bytes * (size_t)threads;
-    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * P);
+    int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
     tjcpu_blas_threads(threads > 1 ? 1 : 0);
     tj_status first = TJ_OK;
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -359,15 +384,21 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
         for (int64_t ni = t; ni < g.n; ni += nt) {
             for (int64_t gi = 0; gi < G; gi++) {
                 const char *xp = xv.p + (size_t)(ni * xv.sn + gi * cg * xv.sc) * es;
-                /* col^T [P, ckk]: the columns buffer (or x itself) read transposed */
-                tjcpu_mat bm = {xp, xstep, xv.sc};
-                if (!direct) {
-                    im2col(xp, &xv, &g, cg, col, es, inner);
-                    bm = (tjcpu_mat){col, 1, P};
-                }
                 tjcpu_mat am = {gv.p + (size_t)(ni * gv.sn + gi * cog * gv.sc) * es, gv.sc, gstep};
-                tj_status s = tjcpu_gemm(dt, cog, ckk, P, 1.0, am, bm, 1.0,
-                                         acc + (size_t)(gi * cog * ckk) * es, ckk);
+                char *dwg = acc + (size_t)(gi * cog * ckk) * es;
+                tj_status s = TJ_OK;
+                if (direct) /* x[n, g]^T as [P, cg] */
+                    s = tjcpu_gemm(dt, cog, ckk, P, 1.0, am, (tjcpu_mat){xp, xstep, xv.sc}, 1.0,
+                                   dwg, ckk);
+                for (int64_t oh0 = 0; !direct && oh0 < g.ho && !s; oh0 += band) {
+                    int64_t oh1 = oh0 + band < g.ho ? oh0 + band : g.ho, pc = (oh1 - oh0) * g.wo;
+                    im2col(xp, &xv, &g, cg, oh0, oh1, col, es, inner);
+                    /* the band of dy [cog, pc] by the band of col read transposed [pc, ckk] */
+                    tjcpu_mat aband = {(const char *)am.p + (size_t)(oh0 * g.wo * gstep) * es,
+                                       am.rs, am.cs};
+                    s = tjcpu_gemm(dt, cog, ckk, pc, 1.0, aband, (tjcpu_mat){col, 1, pc}, 1.0, dwg,
+                                   ckk);
+                }
                 if (s) {
 #pragma omp critical(tjcpu_conv_error)
                     if (!first) first = s;
