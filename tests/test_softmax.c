@@ -51,6 +51,7 @@ static const sm_case sm_cases[] = {
     {3, {3, 4, 5}, 1, false, TJ_F32}, /* middle dim: columns */
     {3, {3, 4, 5}, 0, true, TJ_F64},  /* first dim, non-contiguous */
     {3, {2, 3, 37}, 1, false, TJ_F32}, /* a partial block of columns */
+    {3, {2, 4, 600}, 1, true, TJ_F64}, /* several blocks of columns */
     {2, {1, 7}, 1, false, TJ_F32},    /* batch size 1 */
     {2, {5, 1}, 1, false, TJ_F64},    /* a dim of size 1 */
     {2, {2, 0}, 1, false, TJ_F32},    /* empty rows */

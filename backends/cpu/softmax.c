@@ -35,7 +35,9 @@ static inline float nn_expf(float x) {
     return x != x ? x : y;
 }
 
-enum { LANES = 16 };
+/* Columns per task in the [outer, n, inner] case: long enough runs of each
+ * row for the prefetcher (1 KiB in f32), few enough for stack buffers. */
+enum { COL_BLOCK = 256 };
 
 #define T float
 #define FN(name) name##_f32
