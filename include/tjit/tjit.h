@@ -256,6 +256,7 @@ int tj_get_num_threads(void);
 #include "tjit/ops_api.h" /* generated from core/ops.def: tj_add, tj_sum, ... */
 #include "tjit/ir.h"      /* graphs: build, print, parse, verify */
 #include "tjit/runtime.h" /* tracing, programs, replay, .npy files */
+#include "tjit/passes.h"  /* graph passes and the fuser */
 #endif
 
 #endif
