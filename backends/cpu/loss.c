@@ -18,8 +18,8 @@ typedef struct grad_scale {
 } grad_scale;
 
 static grad_scale grad_scale_of(const tj_tensor *g, int red, double count) {
-    grad_scale s = {tjc_data_ptr(g), g->dtype, red == TJNN_NONE, 0};
-    if (!s.per_element) s.scalar = tjnn_ld(s.g, s.gd, 0) / (red == TJNN_MEAN ? count : 1.0);
+    grad_scale s = {tjc_data_ptr(g), g->dtype, red == TJC_RED_NONE, 0};
+    if (!s.per_element) s.scalar = tjnn_ld(s.g, s.gd, 0) / (red == TJC_RED_MEAN ? count : 1.0);
     return s;
 }
 
@@ -29,7 +29,7 @@ static inline double grad_at(const grad_scale *s, int64_t i) {
 
 /* Stores a reduced loss: sum, or sum / count for mean. */
 static void store_reduced(tj_tensor *out, int red, double sum, double count) {
-    tjnn_st(tjc_data_ptr(out), out->dtype, 0, red == TJNN_MEAN ? sum / count : sum);
+    tjnn_st(tjc_data_ptr(out), out->dtype, 0, red == TJC_RED_MEAN ? sum / count : sum);
 }
 
 /* ---- mse_loss ------------------------------------------------------------------- */
@@ -50,7 +50,7 @@ static double mse_block(int64_t lo, int64_t hi, const void *vctx) {
 }
 
 tj_status tjcpu_mse_loss(const tjc_call *c) {
-    int red = tjnn_reduction(c, 0);
+    int red = tjc_nn_reduction(c, 0);
     tj_tensor *x = tjnn_contig(c->in[0]), *t = tjnn_contig(c->in[1]), *out = c->out[0];
     if (!x || !t) {
         tj_release(x), tj_release(t);
@@ -58,7 +58,7 @@ tj_status tjcpu_mse_loss(const tjc_call *c) {
     }
     pair_ctx p = {tjc_data_ptr(x), tjc_data_ptr(t), x->dtype, t->dtype};
     int64_t n = tjc_numel(x->sizes, x->ndim);
-    if (red == TJNN_NONE) {
+    if (red == TJC_RED_NONE) {
         char *o = tjc_data_ptr(out);
         int nt = tjcpu_threads_for(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
@@ -78,7 +78,7 @@ tj_status tjcpu_mse_loss_backward(const tjc_call *c) {
         st = tj_last_status();
     } else {
         int64_t n = tjc_numel(x->sizes, x->ndim);
-        grad_scale gs = grad_scale_of(g, tjnn_reduction(c, 0), (double)n);
+        grad_scale gs = grad_scale_of(g, tjc_nn_reduction(c, 0), (double)n);
         const void *xp = tjc_data_ptr(x), *tp = tjc_data_ptr(t);
         char *o = tjc_data_ptr(c->out[0]);
         tj_dtype od = c->out[0]->dtype;
@@ -173,13 +173,13 @@ static void nll_close(nll_inputs *in) {
 
 /* in: self, target, weight; attrs: reduction, ignore_index */
 tj_status tjcpu_nll_loss(const tjc_call *c) {
-    int red = tjnn_reduction(c, 0);
+    int red = tjc_nn_reduction(c, 0);
     nll_inputs in;
     tj_status st = nll_open(c->op->name, c->in[0], c->in[1], c->in[2], c->attr[1].i, &in);
     if (!st) {
         int64_t n = in.N * in.S;
         tj_tensor *out = c->out[0];
-        if (red == TJNN_NONE) {
+        if (red == TJC_RED_NONE) {
             char *o = tjc_data_ptr(out);
             int nt = tjcpu_threads_for(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
@@ -188,7 +188,7 @@ tj_status tjcpu_nll_loss(const tjc_call *c) {
             double sum = tjnn_sum_blocks(n, nll_block, &in.ctx);
             /* mean divides by the summed weights of the targets not ignored
              * (0/0 = NaN when every target is ignored, as PyTorch) */
-            double total = red == TJNN_MEAN ? tjnn_sum_blocks(n, weight_block, &in.ctx) : 1;
+            double total = red == TJC_RED_MEAN ? tjnn_sum_blocks(n, weight_block, &in.ctx) : 1;
             store_reduced(out, red, sum, total);
         }
     }
@@ -199,14 +199,14 @@ tj_status tjcpu_nll_loss(const tjc_call *c) {
 /* in: grad_output, self, target, weight; attrs: reduction, ignore_index.
  * gi[n, t, s] = -w[t] g', zero elsewhere and at ignored targets. */
 tj_status tjcpu_nll_loss_backward(const tjc_call *c) {
-    int red = tjnn_reduction(c, 0);
+    int red = tjc_nn_reduction(c, 0);
     nll_inputs in;
     tj_tensor *g = tjnn_contig(c->in[0]);
     tj_status st = nll_open(c->op->name, c->in[1], c->in[2], c->in[3], c->attr[1].i, &in);
     if (!st && !g) st = tj_last_status();
     if (!st) {
         int64_t n = in.N * in.S;
-        double total = red == TJNN_MEAN ? tjnn_sum_blocks(n, weight_block, &in.ctx) : 1;
+        double total = red == TJC_RED_MEAN ? tjnn_sum_blocks(n, weight_block, &in.ctx) : 1;
         grad_scale gs = grad_scale_of(g, red, total);
         tj_tensor *out = c->out[0];
         char *o = tjc_data_ptr(out);
@@ -313,13 +313,13 @@ static void bce_close(bce_inputs *in) {
 
 /* in: self, target, weight, pos_weight; attrs: reduction */
 tj_status tjcpu_bce_with_logits(const tjc_call *c) {
-    int red = tjnn_reduction(c, 0);
+    int red = tjc_nn_reduction(c, 0);
     tj_tensor *out = c->out[0];
     bce_inputs in;
     tj_status st = bce_open(c->in[0], c->in[1], c->in[2], c->in[3], &in);
     if (!st) {
         int64_t n = tjc_numel(c->in[0]->sizes, c->in[0]->ndim);
-        if (red == TJNN_NONE) {
+        if (red == TJC_RED_NONE) {
             char *o = tjc_data_ptr(out);
             int nt = tjcpu_threads_for(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
@@ -335,7 +335,7 @@ tj_status tjcpu_bce_with_logits(const tjc_call *c) {
 /* in: grad_output, self, target, weight, pos_weight; attrs: reduction.
  * d/dx = w ((1 + (pw - 1) y) sigmoid(x) - pw y) */
 tj_status tjcpu_bce_with_logits_backward(const tjc_call *c) {
-    int red = tjnn_reduction(c, 0);
+    int red = tjc_nn_reduction(c, 0);
     tj_tensor *g = tjnn_contig(c->in[0]), *out = c->out[0];
     bce_inputs in;
     tj_status st = bce_open(c->in[1], c->in[2], c->in[3], c->in[4], &in);

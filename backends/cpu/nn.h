@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include "core/nn_rules.h"
 #include "cpu.h"
 
 /* Element i of a buffer of dtype dt, as double. For the loops of ops whose
@@ -50,9 +51,5 @@ double tjnn_sum_blocks(int64_t n, tjnn_block_fn fn, const void *ctx);
 
 /* The sizes of a contiguous tensor as [outer, sizes[dim], inner]. */
 void tjnn_split(const tj_tensor *t, int dim, int64_t *outer, int64_t *n, int64_t *inner);
-
-/* The choice index of a call's reduction attribute k (TJC_RED_*). */
-int tjnn_reduction(const tjc_call *c, int k);
-enum { TJNN_NONE = 0, TJNN_MEAN = 1, TJNN_SUM = 2 };
 
 #endif

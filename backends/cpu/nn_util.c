@@ -66,8 +66,3 @@ void tjnn_split(const tj_tensor *t, int dim, int64_t *outer, int64_t *n, int64_t
     for (int d = 0; d < dim; d++) *outer *= t->sizes[d];
     for (int d = dim + 1; d < t->ndim; d++) *inner *= t->sizes[d];
 }
-
-int tjnn_reduction(const tjc_call *c, int k) {
-    const tj_schema *s = &c->op->schema;
-    return tjc_choice_index(&s->args[s->attr_pos[k]], c->attr[k].s);
-}
