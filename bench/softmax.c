@@ -45,7 +45,8 @@ static double run_once(ctx *c, bench_kind kind) {
 #pragma omp parallel num_threads(c->threads)
     {
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        size_t lo = (size_t)N * (size_t)t / (size_t)nt, hi = (size_t)N * (size_t)(t + 1) / (size_t)nt;
+        size_t lo = (size_t)N * (size_t)t / (size_t)nt;
+        size_t hi = (size_t)N * (size_t)(t + 1) / (size_t)nt;
         memcpy(c->dst + lo, c->src + lo, (hi - lo) * sizeof(float));
     }
         break;

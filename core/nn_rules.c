@@ -5,7 +5,7 @@
 
 #include "nn_rules.h"
 
-/* ---- shared checks ------------------------------------------------------------ */
+/* ---- shared checks ------------------------------------------------------------------ */
 
 tj_status tjc_nn_require_float(const tjc_call *c, int i) {
     if (tj_dtype_is_float(c->in[i]->dtype)) return TJ_OK;
@@ -128,7 +128,8 @@ tj_status tjc_infer_native_batch_norm_backward(const tjc_call *c, int *n_out) {
     if (x->ndim < 2) {
         char b[TJC_SIZES_BUF];
         return tjc_error(TJ_ERR_SHAPE, "%s: argument 'input' must have at least 2 dims [N, C, *], "
-                         "got sizes %s", c->op->name, tjc_fmt_sizes(b, sizeof b, x->sizes, x->ndim));
+                         "got sizes %s", c->op->name,
+                         tjc_fmt_sizes(b, sizeof b, x->sizes, x->ndim));
     }
     if ((st = tjc_nn_same_sizes(c, 0, 1))) return st;
     int64_t C = x->sizes[1];
@@ -223,7 +224,7 @@ tj_status tjc_infer_native_layer_norm_backward(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- group norm ---------------------------------------------------------------------- */
+/* ---- group norm --------------------------------------------------------------------- */
 
 /* input i against [N, C, *] with HxW elements per channel and G groups. */
 static tj_status check_group_norm(const tjc_call *c, int i, int64_t N, int64_t C, int64_t HxW,
@@ -301,7 +302,7 @@ tj_status tjc_infer_native_group_norm_backward(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- softmax ------------------------------------------------------------------------------ */
+/* ---- softmax ------------------------------------------------------------------------ */
 
 /* in: self; attrs: dim */
 tj_status tjc_infer_softmax(const tjc_call *c, int *n_out) {
@@ -336,7 +337,7 @@ tj_status tjc_infer_softmax_backward_data(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- dropout ---------------------------------------------------------------------------------- */
+/* ---- dropout ------------------------------------------------------------------------ */
 
 /* in: input; attrs: p, train, generator */
 tj_status tjc_infer_native_dropout(const tjc_call *c, int *n_out) {

@@ -72,7 +72,7 @@ tj_status tjc_infer_mse_loss_backward(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- nll_loss and cross_entropy_loss ---------------------------------------------------- */
+/* ---- nll_loss and cross_entropy_loss ------------------------------------------------ */
 
 /* self, target, weight at inputs o, o+1, o+2: self [C] with target [], or
  * self [N, C, *] with target [N, *]. */
@@ -132,7 +132,7 @@ tj_status tjc_infer_cross_entropy_loss(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- binary_cross_entropy_with_logits ---------------------------------------------------- */
+/* ---- binary_cross_entropy_with_logits ----------------------------------------------- */
 
 /* self, target, weight, pos_weight at inputs o..o+3 */
 static tj_status check_bce(const tjc_call *c, int o) {
@@ -161,7 +161,7 @@ tj_status tjc_infer_bce_with_logits_backward(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- embedding ------------------------------------------------------------------------------ */
+/* ---- embedding ---------------------------------------------------------------------- */
 
 static tj_status check_room_for_dim(const tjc_call *c, int i) {
     if (c->in[i]->ndim < TJ_MAX_DIMS) return TJ_OK;
@@ -213,7 +213,7 @@ tj_status tjc_infer_embedding_dense_backward(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- index_select, gather, scatter_add ---------------------------------------------------- */
+/* ---- index_select, gather, scatter_add ---------------------------------------------- */
 
 /* in: self, index; attrs: dim */
 tj_status tjc_infer_index_select(const tjc_call *c, int *n_out) {
@@ -294,7 +294,7 @@ tj_status tjc_infer_scatter_add(const tjc_call *c, int *n_out) {
     return TJ_OK;
 }
 
-/* ---- one_hot ----------------------------------------------------------------------------------- */
+/* ---- one_hot ------------------------------------------------------------------------ */
 
 /* The largest element of an i64 tensor (any strides); false when empty. */
 static bool max_index(const tj_tensor *t, int64_t *out) {

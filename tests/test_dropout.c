@@ -78,7 +78,8 @@ static void mask_is_reproducible(void **state) {
         masks[k] = out[1];
     }
     tj_set_num_threads(0);
-    for (int k = 1; k < 4; k++) assert_memory_equal(tj_data(masks[0]), tj_data(masks[k]), (size_t)n);
+    for (int k = 1; k < 4; k++)
+        assert_memory_equal(tj_data(masks[0]), tj_data(masks[k]), (size_t)n);
     /* dropout draws the same as native_dropout's first output */
     tj_generator_set_state(gen, 77, 1000);
     tt_nn_own_outputs(out, tj_native_dropout(x, 0.4, true, gen, out, 2), 2);

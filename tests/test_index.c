@@ -36,7 +36,7 @@ static void expect_error(tj_tensor *t, tj_status st, const char *needle) {
     tj_clear_error();
 }
 
-/* ---- embedding ------------------------------------------------------------------------ */
+/* ---- embedding ---------------------------------------------------------------------- */
 
 static void embedding_matches_reference(void **state) {
     (void)state;
@@ -108,7 +108,7 @@ static void embedding_backward_matches_finite_differences(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- index_select ---------------------------------------------------------------------- */
+/* ---- index_select ------------------------------------------------------------------- */
 
 static void index_select_matches_reference(void **state) {
     (void)state;
@@ -145,7 +145,7 @@ static void index_select_matches_reference(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- gather and scatter_add ----------------------------------------------------------------- */
+/* ---- gather and scatter_add --------------------------------------------------------- */
 
 /* index [2, 4, 3] against self [3, 4, 5]: smaller in the other dims, and
  * along dim it may be any length */
@@ -260,7 +260,7 @@ static void gather_gradient_is_scatter_add(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- one_hot ----------------------------------------------------------------------------------- */
+/* ---- one_hot ------------------------------------------------------------------------ */
 
 static void one_hot_matches_reference(void **state) {
     (void)state;

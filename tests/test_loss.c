@@ -41,7 +41,7 @@ static tj_tensor *random_input(const int64_t *sizes, int nd, tj_dtype dt, bool n
     return noncontig ? OWN(tt_noncontiguous(gen, t)) : t;
 }
 
-/* ---- mse_loss ---------------------------------------------------------------------- */
+/* ---- mse_loss ----------------------------------------------------------------------- */
 
 static void mse_loss_matches_reference(void **state) {
     (void)state;
@@ -72,7 +72,7 @@ static void mse_loss_matches_reference(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- nll_loss and cross_entropy_loss ------------------------------------------------------- */
+/* ---- nll_loss and cross_entropy_loss ------------------------------------------------ */
 
 /* self [N, C, S] (1-D self: N = S = 1) of log-probabilities -> per-target
  * terms and the summed weights of the targets not ignored */
@@ -186,7 +186,7 @@ static void losses_have_known_values(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- binary_cross_entropy_with_logits ----------------------------------------------------- */
+/* ---- binary_cross_entropy_with_logits ----------------------------------------------- */
 
 static void bce_with_logits_matches_reference(void **state) {
     (void)state;
@@ -221,7 +221,7 @@ static void bce_with_logits_matches_reference(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- backward ops against finite differences (f64) ------------------------------------------ */
+/* ---- backward ops against finite differences (f64) ---------------------------------- */
 
 typedef struct loss_ctx {
     tj_tensor *target, *weight, *pos_weight;
@@ -289,7 +289,7 @@ static void loss_backward_matches_finite_differences(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- errors -------------------------------------------------------------------------------- */
+/* ---- errors ------------------------------------------------------------------------- */
 
 static void expect_error(tj_tensor *t, tj_status st, const char *needle) {
     assert_null(t);

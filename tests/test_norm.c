@@ -219,7 +219,7 @@ static void layer_norm_matches_reference(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- group norm ---------------------------------------------------------------------- */
+/* ---- group norm --------------------------------------------------------------------- */
 
 typedef struct gn_case {
     int nd;
@@ -280,7 +280,7 @@ static void group_norm_matches_reference(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- backward ops against finite differences (f64, tiny sizes) ------------------------- */
+/* ---- backward ops against finite differences (f64, tiny sizes) ---------------------- */
 
 typedef struct bn_fd {
     tj_tensor *rm, *rv;
@@ -365,7 +365,7 @@ static void group_norm_backward_matches_finite_differences(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- errors ---------------------------------------------------------------------------- */
+/* ---- errors ------------------------------------------------------------------------- */
 
 static void expect_error(tj_tensor *t, tj_status st, const char *needle) {
     assert_null(t);

@@ -133,7 +133,7 @@ static void f32_exp_is_accurate(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- backward ops ---------------------------------------------------------------------- */
+/* ---- backward ops ------------------------------------------------------------------- */
 
 typedef struct fd_ctx {
     int dim;
@@ -201,7 +201,7 @@ static void backward_matches_reference_and_converts(void **state) {
     tt_nn_free_all();
 }
 
-/* ---- errors ------------------------------------------------------------------------------ */
+/* ---- errors ------------------------------------------------------------------------- */
 
 static void expect_error(tj_tensor *t, tj_status st, const char *needle) {
     assert_null(t);

@@ -56,7 +56,7 @@ static void walk_next(walk *w) {
     }
 }
 
-/* ---- embedding --------------------------------------------------------------------- */
+/* ---- embedding ---------------------------------------------------------------------- */
 
 /* in: weight [V, D], indices; attrs: padding_idx, scale_grad_by_freq.
  * out[i, :] = weight[indices[i], :] */
@@ -72,7 +72,8 @@ tj_status tjcpu_embedding(const tjc_call *c) {
         char *dst = tjc_data_ptr(c->out[0]);
         int nt = tjcpu_threads_for(n * w->sizes[1]);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-        for (int64_t i = 0; i < n; i++) memcpy(dst + (size_t)i * row, src + (size_t)ip[i] * row, row);
+        for (int64_t i = 0; i < n; i++)
+            memcpy(dst + (size_t)i * row, src + (size_t)ip[i] * row, row);
     }
     tj_release(w), tj_release(idx);
     return st;
@@ -118,7 +119,7 @@ tj_status tjcpu_embedding_dense_backward(const tjc_call *c) {
     return st;
 }
 
-/* ---- index_select --------------------------------------------------------------------- */
+/* ---- index_select ------------------------------------------------------------------- */
 
 /* in: self, index; attrs: dim. self [outer, S, inner] -> out [outer, K, inner] */
 tj_status tjcpu_index_select(const tjc_call *c) {
@@ -147,7 +148,7 @@ tj_status tjcpu_index_select(const tjc_call *c) {
     return st;
 }
 
-/* ---- gather ----------------------------------------------------------------------------- */
+/* ---- gather ------------------------------------------------------------------------- */
 
 /* in: self, index; attrs: dim. out[p] = self[p with p[dim] = index[p]];
  * self is read through its strides. */
@@ -185,7 +186,7 @@ tj_status tjcpu_gather(const tjc_call *c) {
     return st;
 }
 
-/* ---- scatter_add ---------------------------------------------------------------------------- */
+/* ---- scatter_add -------------------------------------------------------------------- */
 
 /* out = self; out[p with p[dim] = index[p]] += src[p] for p over index. The
  * positions that differ only along dim write one line of out; threads take
@@ -241,7 +242,7 @@ tj_status tjcpu_scatter_add(const tjc_call *c) {
     return TJ_OK;
 }
 
-/* ---- one_hot ----------------------------------------------------------------------------------- */
+/* ---- one_hot ------------------------------------------------------------------------ */
 
 /* in: self (i64); attrs: num_classes. out[i, self[i]] = 1. */
 tj_status tjcpu_one_hot(const tjc_call *c) {

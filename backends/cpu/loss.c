@@ -32,7 +32,7 @@ static void store_reduced(tj_tensor *out, int red, double sum, double count) {
     tjnn_st(tjc_data_ptr(out), out->dtype, 0, red == TJC_RED_MEAN ? sum / count : sum);
 }
 
-/* ---- mse_loss ------------------------------------------------------------------- */
+/* ---- mse_loss ----------------------------------------------------------------------- */
 
 typedef struct pair_ctx {
     const void *x, *t;
@@ -92,7 +92,7 @@ tj_status tjcpu_mse_loss_backward(const tjc_call *c) {
     return st;
 }
 
-/* ---- nll_loss ------------------------------------------------------------------------ */
+/* ---- nll_loss ----------------------------------------------------------------------- */
 
 /* self [N, C, S] (a 1-D self is N = S = 1), target [N, S], weight [C]. */
 typedef struct nll_ctx {
@@ -225,7 +225,7 @@ tj_status tjcpu_nll_loss_backward(const tjc_call *c) {
     return st;
 }
 
-/* ---- cross_entropy_loss ------------------------------------------------------------------ */
+/* ---- cross_entropy_loss ------------------------------------------------------------- */
 
 /* in: self, target, weight; attrs: reduction, ignore_index, label_smoothing.
  * log_softmax over the class dim, then nll_loss: calls of those ops, so the
@@ -248,7 +248,7 @@ tj_status tjcpu_cross_entropy_loss(const tjc_call *c) {
     return st;
 }
 
-/* ---- binary_cross_entropy_with_logits ------------------------------------------------------ */
+/* ---- binary_cross_entropy_with_logits ----------------------------------------------- */
 
 typedef struct bce_ctx {
     const void *x, *y;

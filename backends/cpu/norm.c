@@ -43,7 +43,7 @@ static int64_t hxw_of(const tj_tensor *x) {
     return n;
 }
 
-/* ---- batch norm ------------------------------------------------------------------- */
+/* ---- batch norm --------------------------------------------------------------------- */
 
 typedef struct bn_args {
     tj_tensor *input, *weight, *bias, *running_mean, *running_var;
@@ -177,7 +177,7 @@ done:
     return st;
 }
 
-/* ---- layer norm ---------------------------------------------------------------------- */
+/* ---- layer norm --------------------------------------------------------------------- */
 
 /* input [M, L] with L the product of normalized_shape (attr 0). */
 static void ln_sizes(const tjc_call *c, const tj_tensor *x, int64_t *M, int64_t *L) {
@@ -243,7 +243,7 @@ tj_status tjcpu_native_layer_norm_backward(const tjc_call *c) {
     return st;
 }
 
-/* ---- group norm ------------------------------------------------------------------------- */
+/* ---- group norm --------------------------------------------------------------------- */
 
 /* input [N, C, HxW] in G groups of C/G channels; mean and rstd [N, G]. */
 static tj_status gn_forward(const tjc_call *c, int64_t G, double eps, tj_tensor *out,
