@@ -129,8 +129,12 @@ void tjcpu_iter(tj_tensor *const *ops, int n_ops, tjcpu_loop_fn fn, const void *
     }
 #pragma omp parallel num_threads(threads)
     {
+        /* split points on multiples of 16 elements: for elements of 4 bytes
+         * or more, a contiguous operand's chunks then start on a 64-byte line
+         * and no two threads write into one line */
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t lo = total * t / nt, hi = total * (t + 1) / nt;
+        int64_t lo = total * t / nt / 16 * 16, hi = total * (t + 1) / nt / 16 * 16;
+        if (t == nt - 1) hi = total;
         run_range(&p, lo, hi, fn, ctx);
     }
 }
