@@ -1,0 +1,81 @@
+/* mm.c — benchmark: tj_mm on f32 square matrices against calling OpenBLAS's
+ * cblas_sgemm directly on the same data, at 512 and 2048 and 1 and 2 threads
+ * (tjit's and OpenBLAS's thread counts both set). Prints a table of medians
+ * over repetitions after warm-up; tj_mm's time includes allocating its output.
+ * Usage: bench_mm [reps-scale], e.g. 0.3 for a quicker, noisier run. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tjit/tjit.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv) {
+    double scale = argc > 1 ? atof(argv[1]) : 1.0;
+    if (scale <= 0) scale = 1.0;
+    const int sizes[] = {512, 2048}, threads[] = {1, 2};
+    tj_generator *gen = tj_generator_new(1);
+    printf("tj_mm f32 vs cblas_sgemm (medians; GFLOP/s = 2n^3 / time)\n");
+    printf("%6s %7s %12s %12s %12s %12s %8s\n", "n", "threads", "sgemm ms", "tj_mm ms",
+           "sgemm GF/s", "tj_mm GF/s", "ratio");
+    for (int si = 0; si < 2; si++) {
+        int n = sizes[si];
+        int64_t shape[2] = {n, n};
+        tj_tensor *a = tj_rand(shape, 2, TJ_F32, gen), *b = tj_rand(shape, 2, TJ_F32, gen);
+        float *c = aligned_alloc(64, sizeof(float) * (size_t)n * (size_t)n);
+        if (!a || !b || !c) {
+            fprintf(stderr, "bench_mm: %s\n", tj_last_error());
+            return 1;
+        }
+        const float *ap = tj_data(a), *bp = tj_data(b);
+        int reps = (int)((n <= 512 ? 40 : 8) * scale);
+        if (reps < 3) reps = 3;
+        double *td = malloc(sizeof(double) * (size_t)reps), *tt = malloc(sizeof(double) * (size_t)reps);
+        for (int ti = 0; ti < 2; ti++) {
+            tj_set_num_threads(threads[ti]);
+            openblas_set_num_threads(threads[ti]);
+            /* alternate the two so that drift in machine load hits both alike */
+            for (int r = -2; r < reps; r++) {
+                double t0 = now();
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, ap, n, bp,
+                            n, 0.0f, c, n);
+                double t1 = now();
+                tj_tensor *out = tj_mm(a, b);
+                double t2 = now();
+                if (!out) {
+                    fprintf(stderr, "bench_mm: %s\n", tj_last_error());
+                    return 1;
+                }
+                tj_release(out);
+                if (r >= 0) td[r] = t1 - t0, tt[r] = t2 - t1;
+            }
+            double md = median(td, reps), mt = median(tt, reps), flop = 2.0 * n * n * (double)n;
+            printf("%6d %7d %12.3f %12.3f %12.1f %12.1f %7.1f%%\n", n, threads[ti], md * 1e3,
+                   mt * 1e3, flop / md * 1e-9, flop / mt * 1e-9, 100.0 * md / mt);
+            fflush(stdout);
+        }
+        free(td);
+        free(tt);
+        free(c);
+        tj_release(a);
+        tj_release(b);
+    }
+    tj_generator_free(gen);
+    return 0;
+}
