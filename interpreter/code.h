@@ -14,6 +14,9 @@
  *   TJI_CONST  R[out0] = constant                 a tensor constant (retained)
  *   TJI_NONE   R[out0] = NULL                     an absent optional tensor
  *   TJI_CHUNK  R[out...] = chunk(R[in0])          prim::ConstantChunk[chunks, dim]
+ *   TJI_FUSED  R[out...] = group(R[in...])         a prim::FusionGroup, through the
+ *                                                 kernel its backend compiled for
+ *                                                 the inputs' spec (fuser/fuser.h)
  *
  * Instructions point into the program's graph for their op, attributes and
  * constants, so the graph lives as long as the code.
@@ -22,9 +25,10 @@
 #define TJIT_INTERPRETER_CODE_H
 
 #include "core/core.h"
+#include "fuser/fuser.h"
 #include "tjit/runtime.h"
 
-typedef enum tji_opcode { TJI_CALL, TJI_CONST, TJI_NONE, TJI_CHUNK } tji_opcode;
+typedef enum tji_opcode { TJI_CALL, TJI_CONST, TJI_NONE, TJI_CHUNK, TJI_FUSED } tji_opcode;
 
 typedef struct tji_instr {
     tji_opcode code;
@@ -32,6 +36,7 @@ typedef struct tji_instr {
     const tj_attr *attrs;   /* TJI_CALL: the node's attributes, schema order */
     tj_tensor *constant;    /* TJI_CONST, borrowed from the graph */
     int64_t chunks, dim;    /* TJI_CHUNK */
+    tjf_group *group;       /* TJI_FUSED, owned */
     const tj_node *node;    /* for messages and dumps */
     int n_in, n_out, n_dead;
     int *in, *out, *dead;   /* register numbers */
@@ -47,8 +52,9 @@ typedef struct tji_code {
     int *output_regs;
 } tji_code;
 
-/* Lowers the nodes of g's block (which must be verified) to code. */
-tj_status tji_lower(const tj_graph *g, tji_code *code);
+/* Lowers the nodes of g's block (which must be verified) to code; fusion
+ * groups run on backend. */
+tj_status tji_lower(const tj_graph *g, const tjf_backend *backend, tji_code *code);
 void tji_code_free(tji_code *code);
 /* Runs code on the graph inputs in[] (n_inputs of them); outputs receive new
  * references. The registers come from the caller's frame (n_regs, zeroed). */

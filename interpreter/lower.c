@@ -44,7 +44,8 @@ static tj_status unsupported(const tj_node *n) {
                      tj_node_id(n), tj_node_name(n));
 }
 
-static tj_status lower_node(lowering *L, tj_node *n, int index, tji_instr *I) {
+static tj_status lower_node(lowering *L, tj_node *n, int index, const tjf_backend *backend,
+                            tji_instr *I) {
     *I = (tji_instr){.node = n};
     switch (tj_node_kind_of(n)) {
     case TJ_NODE_OP:
@@ -62,6 +63,10 @@ static tj_status lower_node(lowering *L, tj_node *n, int index, tji_instr *I) {
         }
         break;
     case TJ_NODE_NONE: I->code = TJI_NONE; break;
+    case TJ_NODE_FUSION_GROUP:
+        I->code = TJI_FUSED;
+        if (!(I->group = tjf_group_new(n, backend))) return tj_last_status();
+        break;
     case TJ_NODE_CONSTANT_CHUNK:
         I->code = TJI_CHUNK;
         I->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
@@ -98,7 +103,7 @@ static tj_status lower_node(lowering *L, tj_node *n, int index, tji_instr *I) {
     return TJ_OK;
 }
 
-tj_status tji_lower(const tj_graph *graph, tji_code *code) {
+tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code *code) {
     tj_graph *g = (tj_graph *)graph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(g);
     memset(code, 0, sizeof *code);
@@ -134,7 +139,7 @@ tj_status tji_lower(const tj_graph *graph, tji_code *code) {
     }
     index = 0;
     for (tj_node *n = tj_block_first(b); st == TJ_OK && n; n = tj_node_next(n), index++)
-        st = lower_node(&L, n, index, &code->instrs[index]);
+        st = lower_node(&L, n, index, backend, &code->instrs[index]);
     for (int i = 0; st == TJ_OK && i < code->n_outputs; i++)
         code->output_regs[i] = reg_of(&L, tj_block_output(b, i));
     code->n_regs = L.n_regs;
@@ -151,6 +156,7 @@ void tji_code_free(tji_code *code) {
         free(code->instrs[i].in);
         free(code->instrs[i].out);
         free(code->instrs[i].dead);
+        tjf_group_free(code->instrs[i].group);
     }
     free(code->instrs);
     free(code->input_regs);

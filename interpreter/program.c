@@ -46,7 +46,13 @@ tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
         p->bound[i] = tj_retain(tj_graph_input_binding(g, i));
         if (!p->bound[i]) p->user_input[p->n_user++] = i;
     }
-    if (tji_lower(p->graph, &p->code) != TJ_OK) {
+    const char *backend_name = p->opts.backend ? p->opts.backend : "portable";
+    const tjf_backend *backend = tjf_find_backend(backend_name);
+    if (!backend) {
+        tj_program_free(p);
+        return tjc_error(TJ_ERR_ARG, "tj_compile: no fusion backend named '%s'", backend_name), NULL;
+    }
+    if (tji_lower(p->graph, backend, &p->code) != TJ_OK) {
         tj_program_free(p);
         return NULL;
     }

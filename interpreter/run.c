@@ -60,6 +60,26 @@ static tj_status chunk(const tji_instr *I, tj_tensor **R) {
     return st;
 }
 
+static tj_status fused(const tji_instr *I, tj_tensor **R) {
+    enum { SMALL = 16 };
+    tj_tensor *args_small[SMALL], *res_small[SMALL];
+    tj_tensor **args = I->n_in <= SMALL ? args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
+    tj_tensor **res = I->n_out <= SMALL ? res_small : calloc((size_t)I->n_out, sizeof(tj_tensor *));
+    tj_status st = TJ_OK;
+    if (!args || !res) {
+        st = tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
+    } else {
+        for (int j = 0; j < I->n_in; j++) args[j] = R[I->in[j]];
+        st = tjf_group_run(I->group, args, res);
+        if (st) st = node_failed(I);
+        else
+            for (int j = 0; j < I->n_out; j++) R[I->out[j]] = res[j];
+    }
+    if (args != args_small) free(args);
+    if (res != res_small) free(res);
+    return st;
+}
+
 tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
                       tj_tensor **outputs) {
     for (int i = 0; i < code->n_inputs; i++)
@@ -72,6 +92,7 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
         case TJI_CONST: R[I->out[0]] = tj_retain(I->constant); break;
         case TJI_NONE: R[I->out[0]] = NULL; break;
         case TJI_CHUNK: st = chunk(I, R); break;
+        case TJI_FUSED: st = fused(I, R); break;
         }
         if (st != TJ_OK) break;
         for (int d = 0; d < I->n_dead; d++) {
@@ -141,6 +162,7 @@ char *tji_code_to_string(const tji_code *code) {
         case TJI_NONE: put(&t, " = none("); break;
         case TJI_CHUNK: put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
                             (long long)I->dim); break;
+        case TJI_FUSED: put(&t, " = fused %%%d(", tj_node_id(I->node)); break;
         }
         regs(&t, I->in, I->n_in);
         put(&t, ")");

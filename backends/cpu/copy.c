@@ -76,3 +76,5 @@ tj_tensor *tjcpu_to_contiguous(tj_tensor *t, tj_dtype dtype) {
 tj_status tjcpu_copy_kernel(const tjc_call *c) {
     return tjcpu_copy(c->out[0], c->n_in > 1 ? c->in[1] : c->in[0]);
 }
+
+tjcpu_loop_fn tjcpu_convert_loop(tj_dtype to, tj_dtype from) { return conv[to][from]; }

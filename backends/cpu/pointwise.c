@@ -140,13 +140,15 @@ static const tjcpu_loop_fn pw_loops[TJ_OP__COUNT][TJ_NUM_DTYPES] = {
 #include "core/ops.def"
 };
 
-/* The expression's parameters p0, p1 from the op's non-tensor arguments. */
-static void params(const tjc_call *c, int first, double prm[2]) {
-    const tj_schema *s = &c->op->schema;
+/* The expression's parameters p0, p1 from the op's non-tensor arguments (a
+ * .Scalar form's first one is its operand, not a parameter). */
+void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]) {
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    const tj_schema *s = &op->schema;
     prm[0] = prm[1] = 0;
-    for (int k = first, j = 0; k < s->n_attrs && j < 2; k++, j++) {
+    for (int k = form->scalar_base >= 0 ? 1 : 0, j = 0; k < s->n_attrs && j < 2; k++, j++) {
         const tj_arg *arg = &s->args[s->attr_pos[k]];
-        const tj_attr *a = &c->attr[k];
+        const tj_attr *a = &attrs[k];
         switch (arg->type) {
         case TJ_ARG_FLOAT:
         case TJ_ARG_FLOAT_OPT: prm[j] = a->f; break;
@@ -156,6 +158,12 @@ static void params(const tjc_call *c, int first, double prm[2]) {
         default: break;
         }
     }
+}
+
+tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, tj_dtype compute) {
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    int loop_op = form->scalar_base >= 0 ? form->scalar_base : form->id;
+    return (unsigned)compute < TJ_NUM_DTYPES ? pw_loops[loop_op][compute] : NULL;
 }
 
 static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
@@ -172,16 +180,15 @@ tj_status tjcpu_pointwise(const tjc_call *c) {
     const tj_op_info *op = c->op;
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     bool scalar_form = form->scalar_base >= 0;
-    int loop_op = scalar_form ? form->scalar_base : form->id;
     tj_dtype compute, result;
     tj_status st = tjc_pw_types(op, c->in, c->n_in, &compute, &result);
     if (st) return st;
-    tjcpu_loop_fn fn = pw_loops[loop_op][compute];
+    tjcpu_loop_fn fn = tjcpu_pw_loop(op, compute);
     if (!fn)
         return tjc_error(TJ_ERR_INTERNAL, "%s: no CPU loop for compute dtype %s", op->name,
                          tj_dtype_name(compute));
     double prm[2];
-    params(c, scalar_form ? 1 : 0, prm);
+    tjcpu_pw_params(op, c->attr, prm);
 
     tj_tensor *out = c->out[0];
     tj_tensor *ops[4] = {NULL}, *owned[4] = {NULL};

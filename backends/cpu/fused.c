@@ -1,0 +1,298 @@
+/* fused.c — the portable fused-loop runner: a backend (fuser/fuser.h) that
+ * runs a fusion group's subgraph elementwise without full-size
+ * intermediates.
+ *
+ * "Compiling" a group makes a step list over value slots: for each node the
+ * same typed loop the unfused kernel runs (tjcpu_pw_loop), plus conversions
+ * where a node computes in another dtype than an operand holds. Launching
+ * walks the group's iteration space with tjcpu_iter (collapsed dims, OpenMP
+ * across ranges) and splits each inner run into blocks of BLOCK elements:
+ * group inputs and outputs are read and written in place (at whatever stride
+ * they have), intermediates live in per-thread scratch of BLOCK elements each,
+ * small enough to stay in L1/L2. Chunks of an input are pointer offsets into
+ * it: views built on the stack, no new tensors.
+ */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ptrmap.h"
+#include "cpu.h"
+#include "fuser/fuser.h"
+
+enum { BLOCK = 512 };
+
+typedef enum slot_kind { SLOT_OPERAND, SLOT_TEMP, SLOT_CONST } slot_kind;
+
+typedef struct slot {
+    slot_kind kind;
+    int index;      /* operand number, temp number, or const number */
+    tj_dtype dtype;
+} slot;
+
+typedef struct step {
+    tjcpu_loop_fn fn;
+    int n_args;     /* out first */
+    int args[4];    /* slots */
+    double params[2];
+} step;
+
+typedef struct chunk_view {
+    int input;      /* group input it is a view of */
+    int dim;
+    int64_t chunks, index;
+} chunk_view;
+
+struct tjf_kernel {
+    int n_inputs, n_outputs, n_views;
+    int n_operands;          /* outputs, then inputs read directly, then chunk views */
+    int *input_operand;      /* -1 for an input read only through chunks */
+    chunk_view *views;
+    slot *slots;
+    int n_slots, n_temps, n_consts;
+    double *consts;          /* one 8-byte cell each, holding the compute dtype's bits */
+    step *steps;
+    int n_steps, cap_steps;
+};
+
+static void kernel_release(tjf_kernel *k) {
+    if (!k) return;
+    free(k->input_operand);
+    free(k->views);
+    free(k->slots);
+    free(k->consts);
+    free(k->steps);
+    free(k);
+}
+
+static bool add_step(tjf_kernel *k, step s) {
+    if (k->n_steps == k->cap_steps) {
+        int cap = k->cap_steps ? 2 * k->cap_steps : 16;
+        step *grown = realloc(k->steps, sizeof *grown * (size_t)cap);
+        if (!grown) return false;
+        k->steps = grown;
+        k->cap_steps = cap;
+    }
+    k->steps[k->n_steps++] = s;
+    return true;
+}
+
+/* A slot of dtype holding slot src converted (a temp, with its step). */
+static int converted(tjf_kernel *k, int src, tj_dtype dtype) {
+    if (k->slots[src].dtype == dtype) return src;
+    int t = k->n_slots++;
+    k->slots[t] = (slot){SLOT_TEMP, k->n_temps++, dtype};
+    step s = {tjcpu_convert_loop(dtype, k->slots[src].dtype), 2, {t, src}, {0, 0}};
+    return add_step(k, s) ? t : -1;
+}
+
+static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const char *op) {
+    kernel_release(k);
+    tjc_error(st, "fused runner: %s%s%s", what, op ? " in " : "", op ? op : "");
+    return NULL;
+}
+
+static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
+    tj_graph *sub = (tj_graph *)subgraph; /* the IR's accessors take non-const graphs */
+    tj_block *b = tj_graph_block(sub);
+    tjf_kernel *k = calloc(1, sizeof *k);
+    if (!k) return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
+    k->n_inputs = tj_block_num_inputs(b);
+    k->n_outputs = tj_block_num_outputs(b);
+    if (k->n_inputs != spec->n_inputs) return fail(k, TJ_ERR_INTERNAL, "spec arity", NULL);
+    /* slots: inputs, node outputs, conversions and consts (at most 4 per node) */
+    int n_nodes = tj_block_num_nodes(b), max_slots = k->n_inputs + 8 * (n_nodes + 1) + k->n_outputs;
+    k->slots = calloc((size_t)max_slots, sizeof(slot));
+    k->consts = calloc((size_t)(n_nodes + 1), sizeof(double));
+    k->input_operand = calloc((size_t)(k->n_inputs + 1), sizeof(int));
+    k->views = calloc((size_t)(max_slots), sizeof(chunk_view));
+    if (!k->slots || !k->consts || !k->input_operand || !k->views)
+        return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
+
+    /* operands: outputs first; inputs that some node reads directly next */
+    k->n_operands = k->n_outputs;
+    tjc_ptrmap slot_of;
+    tjc_ptrmap_init(&slot_of);
+#define SLOT_OF(v) ((int)(intptr_t)tjc_ptrmap_get(&slot_of, (v)) - 1)
+#define SET_SLOT(v, s) tjc_ptrmap_put(&slot_of, (v), (void *)(intptr_t)((s) + 1))
+    for (int i = 0; i < k->n_inputs; i++) {
+        tj_value *v = tj_block_input(b, i);
+        bool direct = false;
+        for (int u = 0; u < tj_value_num_uses(v); u++)
+            direct |= tj_node_kind_of(tj_value_use(v, u).user) != TJ_NODE_CONSTANT_CHUNK;
+        k->input_operand[i] = direct ? k->n_operands++ : -1;
+        k->slots[k->n_slots] = (slot){SLOT_OPERAND, k->input_operand[i], spec->inputs[i].dtype};
+        SET_SLOT(v, k->n_slots++);
+    }
+    /* outputs: the value's slot becomes the output operand when it is a node's
+     * first result; otherwise the output is a copy */
+    tj_status st = TJ_OK;
+    const char *bad = NULL;
+    for (tj_node *n = tj_block_first(b); n && !bad; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
+            int in = SLOT_OF(tj_node_input(n, 0));
+            int64_t chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
+            int64_t dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
+            if (in < 0 || in >= k->n_inputs) {
+                bad = "a chunk of something other than a group input";
+                break;
+            }
+            for (int i = 0; i < tj_node_num_outputs(n); i++) {
+                k->views[k->n_views] = (chunk_view){in, (int)dim, chunks, i};
+                k->slots[k->n_slots] = (slot){SLOT_OPERAND, -1 - k->n_views, spec->inputs[in].dtype};
+                k->n_views++;
+                SET_SLOT(tj_node_output(n, i), k->n_slots++);
+            }
+            continue;
+        }
+        const tj_op_info *op = tj_node_op(n);
+        int n_in = tj_node_num_inputs(n);
+        struct tj_tensor fake[3];
+        tj_tensor *fake_ptrs[3];
+        memset(fake, 0, sizeof fake);
+        for (int i = 0; i < n_in && i < 3; i++) {
+            int s = SLOT_OF(tj_node_input(n, i));
+            fake[i].dtype = k->slots[s].dtype;
+            fake[i].ndim = tj_value_type(tj_node_input(n, i))->ndim;
+            fake_ptrs[i] = &fake[i];
+        }
+        tj_dtype compute, result;
+        if (!op || n_in > 3 || tjc_pw_types(op, fake_ptrs, n_in, &compute, &result) != TJ_OK) {
+            bad = "a node the runner cannot type";
+            break;
+        }
+        step s = {tjcpu_pw_loop(op, compute), 1, {0}, {0, 0}};
+        if (!s.fn) {
+            bad = "no loop for the compute dtype";
+            break;
+        }
+        tjcpu_pw_params(op, tj_node_attrs(n), s.params);
+        for (int i = 0; i < n_in; i++) {
+            int c = converted(k, SLOT_OF(tj_node_input(n, i)), compute);
+            if (c < 0) st = TJ_ERR_MEMORY;
+            s.args[s.n_args++] = c;
+        }
+        const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+        if (form->scalar_base >= 0) { /* the C double operand, as a broadcast constant */
+            int c = k->n_consts++;
+            double value = tj_node_attrs(n)[0].f;
+            char *src[2] = {(char *)&k->consts[c], (char *)&value};
+            int64_t steps[2] = {0, 0};
+            tjcpu_convert_loop(compute, TJ_F64)(1, src, steps, NULL);
+            k->slots[k->n_slots] = (slot){SLOT_CONST, c, compute};
+            s.args[s.n_args++] = k->n_slots++;
+        }
+        int out = k->n_slots++;
+        k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, result};
+        s.args[0] = out;
+        if (st || !add_step(k, s)) {
+            st = TJ_ERR_MEMORY;
+            break;
+        }
+        SET_SLOT(tj_node_output(n, 0), out);
+    }
+    /* outputs: retarget the producing step to write the output operand */
+    for (int i = 0; !bad && st == TJ_OK && i < k->n_outputs; i++) {
+        int s = SLOT_OF(tj_block_output(b, i));
+        tj_value *v = tj_block_output(b, i);
+        tj_dtype want = (tj_dtype)tj_value_type(v)->dtype;
+        if (s < 0 || k->slots[s].dtype != want) {
+            bad = "an output whose dtype differs from the graph's";
+            break;
+        }
+        int target = k->n_slots++;
+        k->slots[target] = (slot){SLOT_OPERAND, i, want};
+        if (k->slots[s].kind == SLOT_TEMP) { /* a node's result: write it in place */
+            k->slots[s] = k->slots[target];
+        } else if (!add_step(k, (step){tjcpu_convert_loop(want, want), 2, {target, s}, {0, 0}})) {
+            st = TJ_ERR_MEMORY;
+        }
+    }
+    tjc_ptrmap_free(&slot_of);
+#undef SLOT_OF
+#undef SET_SLOT
+    if (bad) return fail(k, TJ_ERR_UNSUPPORTED, bad, NULL);
+    if (st) return fail(k, st, "out of memory", NULL);
+    if (k->n_operands + k->n_views > TJCPU_MAX_OPERANDS)
+        return fail(k, TJ_ERR_UNSUPPORTED, "too many operands", NULL);
+    for (int i = 0; i < k->n_slots; i++) /* chunk views come after the direct operands */
+        if (k->slots[i].kind == SLOT_OPERAND && k->slots[i].index < 0)
+            k->slots[i].index = k->n_operands + (-1 - k->slots[i].index);
+    return k;
+}
+
+typedef struct launch_ctx {
+    const tjf_kernel *k;
+    char *scratch;
+    size_t per_thread;
+} launch_ctx;
+
+/* One inner run of the iteration: blocks of BLOCK elements through the steps. */
+static void fused_loop(int64_t n, char **ptrs, const int64_t *steps, const void *ctx) {
+    const launch_ctx *L = ctx;
+    const tjf_kernel *k = L->k;
+    char *scratch = L->scratch + (size_t)omp_get_thread_num() * L->per_thread;
+    enum { MAX_SLOTS = 256 };
+    char *p[MAX_SLOTS];
+    int64_t st[MAX_SLOTS];
+    for (int64_t off = 0; off < n; off += BLOCK) {
+        int64_t m = n - off < BLOCK ? n - off : BLOCK;
+        for (int s = 0; s < k->n_slots && s < MAX_SLOTS; s++) {
+            const slot *sl = &k->slots[s];
+            switch (sl->kind) {
+            case SLOT_OPERAND:
+                p[s] = ptrs[sl->index] + off * steps[sl->index];
+                st[s] = steps[sl->index];
+                break;
+            case SLOT_TEMP:
+                p[s] = scratch + (size_t)sl->index * BLOCK * sizeof(double);
+                st[s] = (int64_t)tj_dtype_size(sl->dtype);
+                break;
+            case SLOT_CONST:
+                p[s] = (char *)&k->consts[sl->index];
+                st[s] = 0;
+                break;
+            }
+        }
+        for (int j = 0; j < k->n_steps; j++) {
+            const step *S = &k->steps[j];
+            char *args[4];
+            int64_t arg_steps[4];
+            for (int a = 0; a < S->n_args; a++) {
+                args[a] = p[S->args[a]];
+                arg_steps[a] = st[S->args[a]];
+            }
+            S->fn(m, args, arg_steps, S->params);
+        }
+    }
+}
+
+static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor *const *outputs) {
+    tj_tensor *ops[TJCPU_MAX_OPERANDS];
+    struct tj_tensor views[TJCPU_MAX_OPERANDS];
+    for (int i = 0; i < k->n_outputs; i++) ops[i] = outputs[i];
+    for (int i = 0; i < k->n_inputs; i++)
+        if (k->input_operand[i] >= 0) ops[k->input_operand[i]] = inputs[i];
+    for (int v = 0; v < k->n_views; v++) {
+        const chunk_view *cv = &k->views[v];
+        const tj_tensor *in = inputs[cv->input];
+        int dim;
+        if (tjc_wrap_dim("prim::ConstantChunk", cv->dim, in->ndim, &dim)) return tj_last_status();
+        views[v] = *in; /* same storage, no reference taken: a pointer offset */
+        int64_t size = in->sizes[dim] / cv->chunks;
+        views[v].sizes[dim] = size;
+        views[v].offset += cv->index * size * in->strides[dim];
+        ops[k->n_operands + v] = &views[v];
+    }
+    if (k->n_slots > 256) return tjc_error(TJ_ERR_UNSUPPORTED, "fused runner: group too large");
+    launch_ctx L = {k, NULL, (size_t)(k->n_temps ? k->n_temps : 1) * BLOCK * sizeof(double)};
+    L.scratch = aligned_alloc(64, L.per_thread * (size_t)tj_get_num_threads());
+    if (!L.scratch) return tjc_error(TJ_ERR_MEMORY, "fused runner: out of memory");
+    tjcpu_iter(ops, k->n_operands + k->n_views, fused_loop, &L);
+    free(L.scratch);
+    return TJ_OK;
+}
+
+static const tjf_backend portable = {"portable", compile, launch, kernel_release};
+
+const tjf_backend *tjf_portable_backend(void) { return &portable; }

@@ -1,0 +1,299 @@
+/* fuse.c — tj_pass_fuse: groups producer/consumer chains of pointwise ops
+ * into prim::FusionGroup nodes (docs/passes.md, "Fusion").
+ *
+ * 1. Chunk hoisting: chunk(p(a, b)) with p pointwise and used only by the
+ *    chunk becomes p(chunk(a)[i], chunk(b)[i]) for each i (inputs broadcast
+ *    along the chunked dim pass through), repeatedly, so chunks move up to
+ *    the values that feed the pointwise chain.
+ * 2. Grouping: walking the block backwards, a consumer (a fusible node or a
+ *    group) absorbs a producer (a fusible node, a group, or an even chunk of
+ *    a value made outside) when every other use of the producer comes after
+ *    the consumer: then the merged group can sit where the consumer was, and
+ *    the producer's other uses read a group output. Repeated until nothing
+ *    changes. Chunks enter as prim::ConstantChunk and only when all their
+ *    pieces are used inside the group; group outputs all have the group's
+ *    iteration sizes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuser.h"
+#include "tjit/passes.h"
+
+enum { MAX_OPERANDS = 60 }; /* inputs + outputs + chunk pieces, within the runner's limit */
+
+bool tjf_fusible_op(const tj_op_info *op) {
+    return op && tj_op_kind_of(op) == TJ_KIND_POINTWISE && op->pw_expr && op->inplace_of < 0 &&
+           !op->schema.mutates_inputs && op->schema.n_outputs == 1;
+}
+
+static bool known_cpu_tensor(const tj_value *v) {
+    const tj_type *t = tj_value_type(v);
+    if (t->kind != TJ_TYPE_TENSOR || t->dtype == TJ_UNKNOWN || t->ndim == TJ_UNKNOWN) return false;
+    if (t->device_type != TJ_UNKNOWN && t->device_type != TJ_CPU) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
+    return true;
+}
+
+static bool fusible_node(const tj_node *n) {
+    if (tj_node_kind_of(n) != TJ_NODE_OP || !tjf_fusible_op(tj_node_op(n))) return false;
+    if (tj_node_num_inputs(n) > 3) return false;
+    for (int i = 0; i < tj_node_num_inputs(n); i++)
+        if (!known_cpu_tensor(tj_node_input(n, i))) return false;
+    return known_cpu_tensor(tj_node_output(n, 0));
+}
+
+static bool is_group(const tj_node *n) { return tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP; }
+
+/* An aten::chunk (or split into equal pieces) of a known tensor into pieces of
+ * equal size: its count and normalised dim. */
+static bool even_chunk(const tj_node *n, int64_t *chunks, int *dim) {
+    if (tj_node_kind_of(n) != TJ_NODE_OP) return false;
+    const char *name = tj_op_name(tj_node_op(n));
+    bool is_chunk = !strcmp(name, "aten::chunk"), is_split = !strcmp(name, "aten::split.Tensor");
+    if (!is_chunk && !is_split) return false;
+    const tj_value *x = tj_node_input(n, 0);
+    if (!known_cpu_tensor(x)) return false;
+    const tj_type *t = tj_value_type(x);
+    int64_t d = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
+    if (t->ndim == 0 || d < -t->ndim || d >= t->ndim) return false;
+    *dim = (int)(d < 0 ? d + t->ndim : d);
+    int64_t size = t->sizes[*dim];
+    int64_t c = is_chunk ? tj_node_attr(n, 0)->i : 0;
+    if (is_split) {
+        int64_t piece = tj_node_attr(n, 0)->i;
+        if (piece <= 0 || size % piece) return false;
+        c = size / piece;
+    }
+    *chunks = c;
+    return c > 0 && size % c == 0 && tj_node_num_outputs(n) == c;
+}
+
+static bool same_sizes(const tj_type *a, const tj_type *b) {
+    return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* ---- chunk hoisting ------------------------------------------------------------ */
+
+static tj_value *append_before(tj_node *pos, tj_node *n) {
+    if (!n || tj_node_insert_before(n, pos) != TJ_OK) return NULL;
+    return tj_node_output(n, 0);
+}
+
+/* chunk(p(...)) -> p(chunk(...)[i], ...) for each piece i. */
+static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, bool *changed) {
+    tj_value *x = tj_node_input(k, 0);
+    tj_node *p = tj_value_node(x);
+    if (!fusible_node(p) || tj_value_num_uses(x) != 1) return TJ_OK;
+    const tj_type *xt = tj_value_type(x);
+    int n_in = tj_node_num_inputs(p);
+    tj_value *pieces[3][TJ_MAX_DIMS * 8] = {{0}};
+    bool chunked[3] = {false};
+    int pdim[3] = {0};
+    if (chunks > TJ_MAX_DIMS * 8) return TJ_OK;
+    for (int i = 0; i < n_in; i++) { /* which inputs split along the dim, which broadcast */
+        const tj_type *at = tj_value_type(tj_node_input(p, i));
+        int da = dim - (xt->ndim - at->ndim);
+        if (da >= 0 && at->sizes[da] == xt->sizes[dim]) {
+            chunked[i] = true;
+            pdim[i] = da;
+        } else if (da >= 0 && at->sizes[da] != 1) {
+            return TJ_OK;
+        }
+    }
+    const tj_op_info *chunk_op = tj_op_find("aten::chunk");
+    for (int i = 0; i < n_in; i++) {
+        if (!chunked[i]) continue;
+        tj_value *a = tj_node_input(p, i);
+        tj_attr attrs[2] = {{.i = chunks}, {.i = pdim[i]}};
+        tj_node *c = tj_node_create_op(g, chunk_op, &a, 1, attrs, 2, (int)chunks);
+        if (!c || tj_node_insert_before(c, k) != TJ_OK) return tj_last_status();
+        const tj_type *at = tj_value_type(a);
+        int64_t sizes[TJ_MAX_DIMS];
+        memcpy(sizes, at->sizes, sizeof sizes);
+        sizes[pdim[i]] /= chunks;
+        tj_type piece = tj_type_tensor_of((tj_dtype)at->dtype, sizes, at->ndim);
+        for (int j = 0; j < chunks; j++) {
+            pieces[i][j] = tj_node_output(c, j);
+            tj_value_set_type(pieces[i][j], &piece);
+        }
+    }
+    for (int j = 0; j < chunks; j++) {
+        tj_value *ins[3];
+        for (int i = 0; i < n_in; i++) ins[i] = chunked[i] ? pieces[i][j] : tj_node_input(p, i);
+        tj_node *q = tj_node_create_op(g, tj_node_op(p), ins, n_in, tj_node_attrs(p),
+                                       tj_node_num_attrs(p), 1);
+        tj_value *v = append_before(k, q);
+        if (!v) return tj_last_status();
+        tj_value_set_type(v, tj_value_type(tj_node_output(k, j)));
+        tj_value_replace_uses(tj_node_output(k, j), v);
+    }
+    tj_node_destroy(k);
+    tj_node_destroy(p);
+    *changed = true;
+    return TJ_OK;
+}
+
+static tj_status hoist_chunks(tj_graph *g) {
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (tj_node *n = tj_block_first(tj_graph_block(g)); n && !changed; n = tj_node_next(n)) {
+            int64_t chunks;
+            int dim;
+            if (!even_chunk(n, &chunks, &dim)) continue;
+            tj_status st = hoist_one(g, n, chunks, dim, &changed);
+            if (st) return st;
+        }
+    }
+    return TJ_OK;
+}
+
+/* ---- grouping --------------------------------------------------------------------- */
+
+static const tj_type *group_type(const tj_node *c) { return tj_value_type(tj_node_output(c, 0)); }
+
+/* Whether p can join consumer c (see the file comment). */
+static bool can_merge(const tj_node *p, const tj_node *c) {
+    int64_t chunks;
+    int dim;
+    bool chunk = even_chunk(p, &chunks, &dim);
+    if (!chunk && !fusible_node(p) && !is_group(p)) return false;
+    if (!tj_node_is_before(p, c)) return false;
+    for (int o = 0; o < tj_node_num_outputs(p); o++) {
+        const tj_value *v = tj_node_output(p, o);
+        for (int u = 0; u < tj_value_num_uses(v); u++) {
+            const tj_node *user = tj_value_use(v, u).user;
+            if (user == c) continue;
+            bool after = tj_node_kind_of(user) == TJ_NODE_RETURN || tj_node_is_before(c, user);
+            if (!after || chunk) return false;
+            if (!same_sizes(tj_value_type(v), group_type(c))) return false; /* a group output */
+        }
+    }
+    return true;
+}
+
+/* Copies member m into sub, mapping values through map (outside values
+ * become subgraph inputs, collected in ext_in). */
+typedef struct builder {
+    tj_graph *sub;
+    tj_value_map *map;
+    tj_value **ext_in;
+    int n_ext_in;
+} builder;
+
+static tj_value *inner(builder *B, tj_value *v) {
+    tj_value *m = tj_value_map_get(B->map, v);
+    if (m) return m;
+    if (B->n_ext_in >= MAX_OPERANDS) return NULL;
+    m = tj_graph_add_input(B->sub, tj_value_type(v), NULL);
+    if (!m || tj_value_map_set(B->map, v, m) != TJ_OK) return NULL;
+    B->ext_in[B->n_ext_in++] = v;
+    return m;
+}
+
+static tj_status copy_member(builder *B, tj_node *m) {
+    tj_value *ins[TJF_MAX_ARGS + 4];
+    int n_in = tj_node_num_inputs(m);
+    if (n_in > TJF_MAX_ARGS) return TJ_ERR_UNSUPPORTED;
+    for (int i = 0; i < n_in; i++)
+        if (!(ins[i] = inner(B, tj_node_input(m, i)))) return TJ_ERR_UNSUPPORTED;
+    if (is_group(m)) {
+        tj_graph *src = tj_node_subgraph(m);
+        tj_value *outs[TJF_MAX_ARGS + 4];
+        if (tj_graph_num_outputs(src) > TJF_MAX_ARGS) return TJ_ERR_UNSUPPORTED;
+        tj_status st = tj_graph_insert_before(tj_block_return(tj_graph_block(B->sub)), src, ins, outs);
+        for (int o = 0; st == TJ_OK && o < tj_node_num_outputs(m); o++)
+            st = tj_value_map_set(B->map, tj_node_output(m, o), outs[o]);
+        return st;
+    }
+    int64_t chunks;
+    int dim;
+    tj_node *copy;
+    if (even_chunk(m, &chunks, &dim)) {
+        copy = tj_node_create(B->sub, TJ_NODE_CONSTANT_CHUNK, ins, 1, (int)chunks);
+        tj_attr c = {.i = chunks}, d = {.i = dim};
+        if (!copy || tj_node_set_attr(copy, "chunks", TJ_ATTR_INT, &c) ||
+            tj_node_set_attr(copy, "dim", TJ_ATTR_INT, &d))
+            return tj_last_status();
+    } else {
+        copy = tj_node_create_op(B->sub, tj_node_op(m), ins, n_in, tj_node_attrs(m),
+                                 tj_node_num_attrs(m), tj_node_num_outputs(m));
+    }
+    if (!copy || tj_block_append(tj_graph_block(B->sub), copy) != TJ_OK) return tj_last_status();
+    for (int o = 0; o < tj_node_num_outputs(m); o++) {
+        tj_value_set_type(tj_node_output(copy, o), tj_value_type(tj_node_output(m, o)));
+        tj_status st = tj_value_map_set(B->map, tj_node_output(m, o), tj_node_output(copy, o));
+        if (st) return st;
+    }
+    return TJ_OK;
+}
+
+static bool is_member(tj_node *const *members, int n, const tj_node *x) {
+    for (int i = 0; i < n; i++)
+        if (members[i] == x) return true;
+    return false;
+}
+
+/* Replaces p and c (p before c) by one group at c's place; NULL when the
+ * group would exceed the operand limit (the graph is then unchanged). */
+static tj_node *merge(tj_graph *g, tj_node *p, tj_node *c, tj_status *st) {
+    tj_node *members[2] = {p, c};
+    tj_value *ext_in[MAX_OPERANDS], *ext_out[MAX_OPERANDS];
+    builder B = {tj_graph_new(), tj_value_map_new(), ext_in, 0};
+    int n_out = 0, n_pieces = 0;
+    *st = B.sub && B.map ? TJ_OK : TJ_ERR_MEMORY;
+    for (int i = 0; i < 2 && *st == TJ_OK; i++) *st = copy_member(&B, members[i]);
+    for (int i = 0; i < 2 && *st == TJ_OK; i++) { /* values used outside become outputs */
+        for (int o = 0; o < tj_node_num_outputs(members[i]) && *st == TJ_OK; o++) {
+            tj_value *v = tj_node_output(members[i], o);
+            bool outside = false;
+            for (int u = 0; u < tj_value_num_uses(v); u++)
+                outside |= !is_member(members, 2, tj_value_use(v, u).user);
+            if (!outside) continue;
+            if (n_out == MAX_OPERANDS) *st = TJ_ERR_UNSUPPORTED;
+            else if ((*st = tj_graph_add_output(B.sub, tj_value_map_get(B.map, v))) == TJ_OK)
+                ext_out[n_out++] = v;
+        }
+    }
+    for (tj_node *n = B.sub ? tj_block_first(tj_graph_block(B.sub)) : NULL; n; n = tj_node_next(n))
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) n_pieces += tj_node_num_outputs(n);
+    tj_node *grp = NULL;
+    if (*st == TJ_OK && B.n_ext_in + n_out + n_pieces <= MAX_OPERANDS)
+        grp = tj_node_create_fusion_group(g, B.sub, ext_in, B.n_ext_in);
+    tj_value_map_free(B.map);
+    if (!grp) {
+        tj_graph_free(B.sub);
+        if (*st == TJ_ERR_UNSUPPORTED) *st = TJ_OK; /* too big: leave them apart */
+        tj_clear_error();
+        return NULL;
+    }
+    if ((*st = tj_node_insert_before(grp, c)) != TJ_OK) return NULL;
+    for (int o = 0; o < n_out; o++) tj_value_replace_uses(ext_out[o], tj_node_output(grp, o));
+    if ((*st = tj_node_destroy(c)) != TJ_OK || (*st = tj_node_destroy(p)) != TJ_OK) return NULL;
+    return grp;
+}
+
+tj_status tj_pass_fuse(tj_graph *g) {
+    if (!g) return tjc_error(TJ_ERR_ARG, "tj_pass_fuse: graph is NULL");
+    tj_status st = hoist_chunks(g);
+    bool changed = true;
+    while (changed && st == TJ_OK) {
+        changed = false;
+        for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
+            if (!fusible_node(n) && !is_group(n)) continue;
+            for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
+                tj_node *p = tj_value_node(tj_node_input(n, i));
+                tj_node_kind k = tj_node_kind_of(p);
+                if (k == TJ_NODE_PARAM || !can_merge(p, n)) continue;
+                tj_node *grp = merge(g, p, n, &st);
+                if (!grp) continue;
+                n = grp;
+                i = -1; /* scan the new group's inputs from the start */
+                changed = true;
+            }
+        }
+    }
+    return st;
+}

@@ -1,0 +1,77 @@
+/* fuser.h — fusion groups at run time: the backend interface that code
+ * generators implement, kernel specs, and the per-group kernel cache the
+ * interpreter calls. Prefix tjf_. (Forming the groups is tj_pass_fuse, in
+ * fuse.c.)
+ *
+ * A backend compiles a fusion group's subgraph for one input spec (the dtypes,
+ * sizes and layout class of the group's inputs) into a kernel, and launches a
+ * kernel on inputs that match that spec. The cache keys kernels by spec; the
+ * spec is computed from the actual inputs at every run, so inputs whose
+ * strides change get a kernel of their own instead of a wrong answer.
+ */
+#ifndef TJIT_FUSER_H
+#define TJIT_FUSER_H
+
+#include <pthread.h>
+
+#include "core/core.h"
+#include "tjit/ir.h"
+
+#define TJF_MAX_ARGS 48 /* group inputs plus outputs */
+
+/* How an input is laid out, as far as a kernel cares. */
+typedef enum tjf_layout {
+    TJF_CONTIGUOUS, /* row-major without gaps (it may still broadcast by its sizes) */
+    TJF_STRIDED,    /* anything else: the kernel must index it with its strides */
+} tjf_layout;
+
+typedef struct tjf_input_spec {
+    tj_dtype dtype;
+    int ndim;
+    int64_t sizes[TJ_MAX_DIMS];
+    tjf_layout layout;
+} tjf_input_spec;
+
+typedef struct tjf_spec {
+    int n_inputs;
+    tjf_input_spec inputs[TJF_MAX_ARGS];
+    tj_device_type device;
+} tjf_spec;
+
+typedef struct tjf_kernel tjf_kernel; /* a backend's compiled code */
+
+typedef struct tjf_backend {
+    const char *name;
+    /* Compiles a fusion group's subgraph for inputs like spec; NULL with an
+     * error when it cannot. */
+    tjf_kernel *(*compile)(const tj_graph *subgraph, const tjf_spec *spec);
+    /* Runs k on inputs that match its spec; outputs are allocated by the
+     * caller: contiguous, of the group's iteration sizes and the subgraph
+     * outputs' dtypes. */
+    tj_status (*launch)(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor *const *outputs);
+    void (*release)(tjf_kernel *k);
+} tjf_backend;
+
+/* The portable fused-loop runner (backends/cpu/fused.c). */
+const tjf_backend *tjf_portable_backend(void);
+/* The backend named "portable" (or others when built in); NULL if unknown. */
+const tjf_backend *tjf_find_backend(const char *name);
+
+/* The spec of actual inputs. */
+void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec);
+
+/* A fusion group node as the interpreter runs it: its subgraph, the shape
+ * rule of the group, and the kernels compiled so far. Thread-safe. */
+typedef struct tjf_group tjf_group;
+
+tjf_group *tjf_group_new(const tj_node *fusion_group, const tjf_backend *backend);
+void tjf_group_free(tjf_group *g);
+/* Runs the group: outputs receive new references. */
+tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs);
+/* How many kernels the group has compiled (for tests). */
+int tjf_group_num_kernels(const tjf_group *g);
+
+/* Fusibility: one predicate over the op table's facts. */
+bool tjf_fusible_op(const tj_op_info *op);
+
+#endif

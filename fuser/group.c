@@ -1,0 +1,222 @@
+/* group.c — running a fusion group: its shape rule at run time (broadcasting
+ * and chunks through the subgraph), output allocation, and the cache of
+ * kernels by input spec. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ptrmap.h"
+#include "fuser.h"
+
+typedef struct gnode {
+    const tj_op_info *op; /* NULL for prim::ConstantChunk */
+    int64_t chunks, dim;
+    int n_in, n_out;
+    int *in, *out; /* slots */
+} gnode;
+
+typedef struct cached {
+    tjf_spec spec;
+    tjf_kernel *kernel;
+} cached;
+
+struct tjf_group {
+    const tj_graph *sub;
+    const tjf_backend *backend;
+    int n_inputs, n_outputs, n_slots, n_nodes;
+    int *output_slot;
+    tj_dtype *output_dtype;
+    gnode *nodes;
+    pthread_mutex_t lock;
+    cached *cache;
+    int n_cache, cap_cache;
+};
+
+void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
+    memset(spec, 0, sizeof *spec);
+    spec->n_inputs = n;
+    spec->device = TJ_CPU;
+    for (int i = 0; i < n && i < TJF_MAX_ARGS; i++) {
+        const tj_tensor *t = inputs[i];
+        tjf_input_spec *s = &spec->inputs[i];
+        s->dtype = t->dtype;
+        s->ndim = t->ndim;
+        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        s->layout = tj_is_contiguous(t) ? TJF_CONTIGUOUS : TJF_STRIDED;
+    }
+}
+
+void tjf_group_free(tjf_group *g) {
+    if (!g) return;
+    for (int i = 0; i < g->n_cache; i++) g->backend->release(g->cache[i].kernel);
+    free(g->cache);
+    for (int i = 0; i < g->n_nodes; i++) {
+        free(g->nodes[i].in);
+        free(g->nodes[i].out);
+    }
+    free(g->nodes);
+    free(g->output_slot);
+    free(g->output_dtype);
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+}
+
+tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
+    tj_graph *sub = tj_node_subgraph(node);
+    tjf_group *g = calloc(1, sizeof *g);
+    if (!g) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    pthread_mutex_init(&g->lock, NULL);
+    g->sub = sub;
+    g->backend = backend;
+    tj_block *b = tj_graph_block(sub);
+    g->n_inputs = tj_block_num_inputs(b);
+    g->n_outputs = tj_block_num_outputs(b);
+    g->n_nodes = tj_block_num_nodes(b);
+    g->nodes = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof(gnode));
+    g->output_slot = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(int));
+    g->output_dtype = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(tj_dtype));
+    tjc_ptrmap slot;
+    tjc_ptrmap_init(&slot);
+    bool ok = g->nodes && g->output_slot && g->output_dtype;
+    for (int i = 0; ok && i < g->n_inputs; i++)
+        ok = tjc_ptrmap_put(&slot, tj_block_input(b, i), (void *)(intptr_t)(g->n_slots++ + 1));
+    int k = 0;
+    for (tj_node *n = tj_block_first(b); ok && n; n = tj_node_next(n), k++) {
+        gnode *gn = &g->nodes[k];
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
+            gn->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
+            gn->dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
+        } else {
+            gn->op = tj_node_op(n);
+        }
+        gn->n_in = tj_node_num_inputs(n);
+        gn->n_out = tj_node_num_outputs(n);
+        gn->in = calloc((size_t)(gn->n_in ? gn->n_in : 1), sizeof(int));
+        gn->out = calloc((size_t)(gn->n_out ? gn->n_out : 1), sizeof(int));
+        ok = gn->in && gn->out;
+        for (int i = 0; ok && i < gn->n_in; i++)
+            gn->in[i] = (int)(intptr_t)tjc_ptrmap_get(&slot, tj_node_input(n, i)) - 1;
+        for (int i = 0; ok && i < gn->n_out; i++) {
+            gn->out[i] = g->n_slots++;
+            ok = tjc_ptrmap_put(&slot, tj_node_output(n, i), (void *)(intptr_t)(gn->out[i] + 1));
+        }
+    }
+    for (int i = 0; ok && i < g->n_outputs; i++) {
+        tj_value *v = tj_block_output(b, i);
+        g->output_slot[i] = (int)(intptr_t)tjc_ptrmap_get(&slot, v) - 1;
+        g->output_dtype[i] = (tj_dtype)tj_value_type(v)->dtype;
+        ok = g->output_slot[i] >= 0 && (unsigned)g->output_dtype[i] < TJ_NUM_DTYPES;
+    }
+    tjc_ptrmap_free(&slot);
+    if (!ok) {
+        tjf_group_free(g);
+        return tjc_error(TJ_ERR_INTERNAL, "fusion group %%%d: its subgraph cannot be planned",
+                         tj_node_id(node)), NULL;
+    }
+    return g;
+}
+
+int tjf_group_num_kernels(const tjf_group *g) {
+    pthread_mutex_lock((pthread_mutex_t *)&g->lock);
+    int n = g->n_cache;
+    pthread_mutex_unlock((pthread_mutex_t *)&g->lock);
+    return n;
+}
+
+typedef struct shape {
+    int ndim;
+    int64_t sizes[TJ_MAX_DIMS];
+} shape;
+
+/* The sizes of every value of the subgraph, from the inputs'. */
+static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *sh) {
+    for (int i = 0; i < g->n_inputs; i++) {
+        sh[i].ndim = inputs[i]->ndim;
+        memcpy(sh[i].sizes, inputs[i]->sizes, sizeof(int64_t) * (size_t)inputs[i]->ndim);
+    }
+    for (int k = 0; k < g->n_nodes; k++) {
+        const gnode *n = &g->nodes[k];
+        if (!n->op) {
+            shape s = sh[n->in[0]];
+            int dim;
+            tj_status st = tjc_wrap_dim("prim::ConstantChunk", n->dim, s.ndim, &dim);
+            if (st) return st;
+            if (s.ndim == 0 || s.sizes[dim] % n->chunks != 0)
+                return tjc_error(TJ_ERR_SHAPE, "prim::ConstantChunk: size %lld of dim %d does not "
+                                 "split into %lld equal chunks", s.ndim ? (long long)s.sizes[dim] : 0LL,
+                                 dim, (long long)n->chunks);
+            s.sizes[dim] /= n->chunks;
+            for (int i = 0; i < n->n_out; i++) sh[n->out[i]] = s;
+            continue;
+        }
+        shape s = {0};
+        for (int i = 0; i < n->n_in; i++) {
+            shape next;
+            tj_status st = tjc_broadcast_shapes(n->op->name, s.sizes, s.ndim, sh[n->in[i]].sizes,
+                                                sh[n->in[i]].ndim, next.sizes, &next.ndim);
+            if (st) return st;
+            s = next;
+        }
+        sh[n->out[0]] = s;
+    }
+    return TJ_OK;
+}
+
+static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
+    tjf_spec *spec = malloc(sizeof *spec);
+    if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    tjf_spec_of(inputs, g->n_inputs, spec);
+    tjf_kernel *k = NULL;
+    pthread_mutex_lock(&g->lock);
+    size_t used = offsetof(tjf_spec, inputs) + sizeof(tjf_input_spec) * (size_t)spec->n_inputs;
+    for (int i = 0; i < g->n_cache && !k; i++)
+        if (memcmp(&g->cache[i].spec, spec, used) == 0) k = g->cache[i].kernel;
+    if (!k) {
+        k = g->backend->compile(g->sub, spec);
+        if (k && g->n_cache == g->cap_cache) {
+            int cap = g->cap_cache ? 2 * g->cap_cache : 4;
+            cached *grown = realloc(g->cache, sizeof *grown * (size_t)cap);
+            if (grown) {
+                g->cache = grown;
+                g->cap_cache = cap;
+            }
+        }
+        if (k && g->n_cache < g->cap_cache) {
+            g->cache[g->n_cache].spec = *spec;
+            g->cache[g->n_cache++].kernel = k;
+        } else if (k) {
+            g->backend->release(k);
+            k = NULL;
+            tjc_error(TJ_ERR_MEMORY, "out of memory");
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    free(spec);
+    return k;
+}
+
+tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
+    enum { SMALL = 64 };
+    shape small[SMALL];
+    shape *sh = g->n_slots <= SMALL ? small : malloc(sizeof(shape) * (size_t)g->n_slots);
+    if (!sh) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < g->n_outputs; i++) outputs[i] = NULL;
+    tj_status st = propagate(g, inputs, sh);
+    const shape *it = &sh[g->output_slot[0]];
+    for (int i = 0; st == TJ_OK && i < g->n_outputs; i++) {
+        const shape *s = &sh[g->output_slot[i]];
+        if (s->ndim != it->ndim || memcmp(s->sizes, it->sizes, sizeof(int64_t) * (size_t)s->ndim))
+            st = tjc_error(TJ_ERR_INTERNAL, "fusion group: outputs of different sizes");
+        else if (!(outputs[i] = tjc_alloc(s->sizes, s->ndim, g->output_dtype[i])))
+            st = tj_last_status();
+    }
+    tjf_kernel *k = st == TJ_OK ? kernel_for(g, inputs) : NULL;
+    if (st == TJ_OK && !k) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    if (st == TJ_OK) st = g->backend->launch(k, inputs, outputs);
+    if (st != TJ_OK)
+        for (int i = 0; i < g->n_outputs; i++) {
+            tj_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+    if (sh != small) free(sh);
+    return st;
+}
