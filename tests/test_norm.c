@@ -17,6 +17,14 @@ static tj_generator *gen;
 static void ops_exist(void **state) {
     (void)state;
     tt_nn_assert_ops_exist(covered, (int)(sizeof covered / sizeof *covered));
+    /* the running stats are written in place, and the schemas say so */
+    const char *mutating[2] = {"aten::batch_norm", "aten::native_batch_norm"};
+    for (int i = 0; i < 2; i++) {
+        const tj_schema *s = tj_op_schema(tj_op_find(mutating[i]));
+        assert_true(s->mutates_inputs && !s->mutates_self);
+        assert_true(s->args[3].mutated && s->args[4].mutated && !s->args[0].mutated);
+        assert_int_equal(s->args[3].type, TJ_ARG_TENSOR_OPT);
+    }
 }
 
 static double rtol_of(tj_dtype dt) { return dt == TJ_F32 ? 1e-4 : 1e-10; }
