@@ -24,21 +24,34 @@ static bool push(scope *s, tj_tensor *t) {
     return true;
 }
 
+/* Scopes whose tj_scope_begin could not allocate: their tj_scope_end must
+ * not close the enclosing scope, whose tensors the caller still uses. Their
+ * tensors go to the enclosing scope instead. */
+static _Thread_local int n_unbacked;
+
 void tj_scope_begin(void) {
-    if (n_scopes == cap_scopes) {
+    if (n_unbacked == 0 && n_scopes == cap_scopes) {
         int cap = cap_scopes ? 2 * cap_scopes : 8;
         scope *grown = realloc(scopes, (size_t)cap * sizeof *grown);
-        if (!grown) {
-            tjc_error(TJ_ERR_MEMORY, "tj_scope_begin: out of memory");
-            return;
+        if (grown) {
+            scopes = grown;
+            cap_scopes = cap;
         }
-        scopes = grown;
-        cap_scopes = cap;
+    }
+    if (n_unbacked > 0 || n_scopes == cap_scopes) {
+        n_unbacked++;
+        tjc_error(TJ_ERR_MEMORY, "tj_scope_begin: out of memory; tensors of this scope are "
+                  "released with the enclosing one");
+        return;
     }
     scopes[n_scopes++] = (scope){0};
 }
 
 void tj_scope_end(void) {
+    if (n_unbacked > 0) {
+        n_unbacked--;
+        return;
+    }
     if (n_scopes == 0) {
         tjc_error(TJ_ERR_ARG, "tj_scope_end: no scope is open on this thread");
         return;
@@ -66,7 +79,9 @@ tj_tensor *tj_keep(tj_tensor *t) {
         for (int i = s->n - 1; i >= 0; i--) {
             if (s->items[i] != t) continue;
             s->items[i] = s->items[--s->n];
-            if (k > 0) push(&scopes[k - 1], t);
+            if (k > 0 && !push(&scopes[k - 1], t))
+                tjc_error(TJ_ERR_MEMORY, "tj_keep: out of memory; the tensor now belongs to "
+                          "the caller");
             return t;
         }
     }
