@@ -401,8 +401,20 @@ typedef struct run_spec {
 } run_spec;
 
 static void describe(const run_spec *r, char *buf, size_t n) {
-    snprintf(buf, n, "%s, dtype %s, case '%s'", r->op->name, tj_dtype_name(r->dtype),
-             r->shape->name);
+    int at = snprintf(buf, n, "%s, dtype %s, case '%s'", r->op->name, tj_dtype_name(r->dtype),
+                      r->shape->name);
+    const tj_schema *s = tj_op_schema(r->op);
+    for (int j = 0; r->var && j < 3 && r->var->set[j].arg; j++)
+        for (int k = 0; k < s->n_args && at > 0 && (size_t)at < n; k++) {
+            const tj_arg *arg = &s->args[k];
+            const tj_attr *a = &r->var->set[j].val;
+            if (strcmp(arg->name, r->var->set[j].arg) != 0) continue;
+            at += arg->type == TJ_ARG_STR
+                      ? snprintf(buf + at, n - (size_t)at, ", %s='%s'", arg->name, a->s)
+                      : snprintf(buf + at, n - (size_t)at, ", %s=%g", arg->name, a->f);
+        }
+    if (r->op->scalar_base >= 0 && at > 0 && (size_t)at < n)
+        snprintf(buf + at, n - (size_t)at, ", scalar operand %g", r->scalar);
 }
 
 static void run_one(tj_generator *g, const run_spec *r) {
