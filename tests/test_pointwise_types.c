@@ -6,7 +6,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "tests/support/testing.h"
+
+/* A contiguous view of t's 24 elements with 8 dims (sizes multiply to 24). */
+static tj_tensor *view8(tj_tensor *t, const int64_t *sizes) {
+    int64_t strides[8];
+    tjc_contiguous_strides(sizes, 8, strides);
+    tj_tensor *v = tjc_make_view(t, sizes, strides, 8, 0);
+    assert_non_null(v);
+    tjc_scope_track(v);
+    return v;
+}
 
 /* A 1-D tensor of dtype holding v[0..n). */
 static tj_tensor *vec(tj_dtype dtype, int n, const double *v) {
@@ -232,6 +243,28 @@ static void attributes(void **state) {
     CHECK(tj_clamp(a, TJ_NONE, TJ_NONE), TJ_F64, 0, 1, 2);
 }
 
+static void eight_dims_broadcast(void **state) {
+    (void)state;
+    int64_t sa[8] = {2, 1, 3, 1, 2, 1, 2, 1}, sb[8] = {1, 2, 1, 2, 1, 3, 1, 2};
+    tj_tensor *a = tj_arange(0, 24, 1, TJ_F64), *b = tj_arange(0, 24, 1, TJ_F64);
+    tj_tensor *va = view8(a, sa), *vb = view8(b, sb);
+    tj_tensor *r = tj_sub(va, vb, 1);
+    assert_non_null(r);
+    assert_int_equal(tj_ndim(r), 8);
+    assert_int_equal(tj_numel(r), 2 * 2 * 3 * 2 * 2 * 3 * 2 * 2);
+    int64_t idx[8] = {0}, ia[8], ib[8];
+    do { /* element of a at the broadcast position minus element of b */
+        for (int d = 0; d < 8; d++) {
+            ia[d] = sa[d] == 1 ? 0 : idx[d];
+            ib[d] = sb[d] == 1 ? 0 : idx[d];
+        }
+        assert_true(tj_get(r, idx) == tj_get(va, ia) - tj_get(vb, ib));
+    } while (tt_next_index(idx, tj_sizes(r), 8));
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    assert_null(tj_zeros(nine, 9, TJ_F32));
+    tt_assert_error("9 dims requested; tjit supports 0 to 8");
+}
+
 /* ---- errors --------------------------------------------------------------------- */
 
 static void error_messages_name_the_op_argument_and_shapes(void **state) {
@@ -285,6 +318,7 @@ int main(void) {
         T(integer_edge_cases),
         T(integer_arithmetic_wraps_instead_of_overflowing),
         T(attributes),
+        T(eight_dims_broadcast),
         T(error_messages_name_the_op_argument_and_shapes),
     };
 #undef T
