@@ -9,8 +9,10 @@
  *                             first element it will see (arg reductions)
  *   run(s, x, step, n, first) folds n elements at x, x+step, ... (bytes) whose
  *                             indices are first, first+1, ...
- *   cols(s, x, step, n, idx)  folds one element into each of n states s[0..n)
- *                             from x, x+step, ...; all have index idx
+ *   cols(s, x, cstep, n, rstep, rows, first)
+ *                             folds `rows` rows into n states s[0..n): row r
+ *                             holds the elements x + r*rstep + j*cstep
+ *                             (j < n), all with index first + r
  *   combine(a, b)             a := a followed by b (b saw later indices)
  *   final(s, out)             writes the result(s) at out[0] (and out[1])
  *
@@ -36,8 +38,8 @@ typedef struct tjcpu_reducer {
     void (*init)(void *s, int64_t first, const tjcpu_rparams *p);
     void (*run)(void *s, const char *x, int64_t step, int64_t n, int64_t first,
                 const tjcpu_rparams *p);
-    void (*cols)(void *s, const char *x, int64_t step, int64_t n, int64_t idx,
-                 const tjcpu_rparams *p);
+    void (*cols)(void *s, const char *x, int64_t cstep, int64_t n, int64_t rstep, int64_t rows,
+                 int64_t first, const tjcpu_rparams *p);
     void (*combine)(void *a, const void *b, const tjcpu_rparams *p);
     void (*final)(const void *s, char *const *out, const tjcpu_rparams *p);
 } tjcpu_reducer;
@@ -70,15 +72,22 @@ const tjcpu_reducer *tjcpu_norm_reducers(double ord);
             for (int64_t i = 0; i < n; i++) name##_upd_##sfx(s, AT(T, x, i, step), first + i, p); \
         }                                                                                   \
     }
+/* Row by row, each row across the columns: with contiguous columns the inner
+ * loop vectorises across independent states. */
 #define GEN_COLS(name, sfx, S, T)                                                           \
-    static void name##_cols_##sfx(void *s_, const char *x, int64_t step, int64_t n,         \
-                                  int64_t idx, const tjcpu_rparams *p) {                    \
-        S *s = s_;                                                                          \
-        if (step == (int64_t)sizeof(T)) {                                                   \
-            const T *v = (const T *)x;                                                      \
-            for (int64_t j = 0; j < n; j++) name##_upd_##sfx(&s[j], v[j], idx, p);          \
-        } else {                                                                            \
-            for (int64_t j = 0; j < n; j++) name##_upd_##sfx(&s[j], AT(T, x, j, step), idx, p); \
+    static void name##_cols_##sfx(void *s_, const char *x, int64_t cstep, int64_t n,        \
+                                  int64_t rstep, int64_t rows, int64_t first,               \
+                                  const tjcpu_rparams *p) {                                 \
+        S *restrict s = s_;                                                                 \
+        for (int64_t r = 0; r < rows; r++) {                                                \
+            const char *row = x + r * rstep;                                                \
+            if (cstep == (int64_t)sizeof(T)) {                                              \
+                const T *restrict v = (const T *)row;                                       \
+                for (int64_t j = 0; j < n; j++) name##_upd_##sfx(&s[j], v[j], first + r, p); \
+            } else {                                                                        \
+                for (int64_t j = 0; j < n; j++)                                             \
+                    name##_upd_##sfx(&s[j], AT(T, row, j, cstep), first + r, p);            \
+            }                                                                               \
         }                                                                                   \
     }
 

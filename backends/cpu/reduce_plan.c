@@ -8,9 +8,9 @@
  *    output folds runs of its reduced elements; a long reduction is cut into
  *    blocks of ROW_BLOCK elements.
  *  - column: the innermost dim is kept (sum over dim 0 of [4096, 1024]).
- *    COL_CHUNK neighbouring outputs advance together, one reduced index at a
- *    time, so the inner loop runs along contiguous memory across outputs; the
- *    reduction is cut into blocks of COL_BLOCK indices.
+ *    COL_CHUNK neighbouring outputs advance together down the reduced rows,
+ *    so the inner loop runs along contiguous memory across outputs; the
+ *    reduction is cut into blocks of COL_BLOCK rows.
  * Blocks are sized by the shape alone and their states are combined by a
  * pairwise tree in index order, so the rounding of a result never depends on
  * how many threads ran, and long sums gain the accuracy of a cascade.
@@ -216,9 +216,12 @@ static void column_task(const plan *p, int64_t t) {
     if (lo < hi) {
         walker w;
         walk_start(p, &w, lo);
-        for (int64_t at = lo; at < hi; at++) {
-            r->cols(s.b, p->in + in_off + w.off, p->kin[0], ncols, at, p->prm);
-            walk_advance(p, &w, 1);
+        for (int64_t at = lo; at < hi;) {
+            int64_t n = p->rsize[0] - w.idx[0];
+            if (n > hi - at) n = hi - at;
+            r->cols(s.b, p->in + in_off + w.off, p->kin[0], ncols, p->rin[0], n, at, p->prm);
+            at += n;
+            walk_advance(p, &w, n);
         }
     }
     for (int64_t j = 0; j < ncols; j++) {
