@@ -2,12 +2,11 @@
  * reduce.h) per op and input dtype, run by the driver in reduce_plan.c.
  *
  * Numerics: f32 input accumulates in double; i64 and bool sum and multiply in
- * uint64 (exact, wrapping like PyTorch without signed-overflow UB); contiguous
- * sums and products keep eight partial results; var/std take two passes over
- * each run and join runs and blocks with Chan's formula; logsumexp keeps a
- * running max and a sum scaled by it; the p-norms keep a scale (the largest,
- * or for p < 0 the smallest, |x| so far) and a sum of (|x|/scale)^p, so f64
- * norms neither overflow nor underflow.
+ * uint64 (exact, wrapping like PyTorch without signed-overflow UB); float
+ * sums are pairwise within a run (on top of the driver's pairwise combining of
+ * blocks); var/std take two passes over each run and join runs and blocks
+ * with Chan's formula; logsumexp keeps a running max and a sum of exp(x - max)
+ * rescaled when the max grows; the norms are in reduce_norm.c.
  */
 #include <math.h>
 #include <string.h>
@@ -132,7 +131,8 @@ MEAN_FINAL(f64, double)
         T v;                                                                                \
         int64_t i;                                                                          \
     } arg##kind##_S_##sfx;                                                                  \
-    /* START loses to every value, so an untouched state keeps the block's first index */ \
+    /* no value is worse than START: a state left alone holds the block's first index, */ \
+    /* which is where its ties start */                                                   \
     static void arg##kind##_init_##sfx(void *s_, int64_t first, const tjcpu_rparams *p) {   \
         UNUSED(p);                                                                          \
         arg##kind##_S_##sfx *s = s_;                                                        \
