@@ -46,6 +46,11 @@ tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
         p->bound[i] = tj_retain(tj_graph_input_binding(g, i));
         if (!p->bound[i]) p->user_input[p->n_user++] = i;
     }
+    /* the passes rewrite the program's own copy; inputs keep their positions */
+    if (tj_run_passes(p->graph, p->opts.passes ? p->opts.passes : tj_default_pipeline()) != TJ_OK) {
+        tj_program_free(p);
+        return NULL;
+    }
     const char *backend_name = p->opts.backend ? p->opts.backend : "portable";
     const tjf_backend *backend = tjf_find_backend(backend_name);
     if (!backend) {

@@ -1,6 +1,7 @@
 /* tjit_dump.c — `tjit dump MODEL`: traces an example model on its example
  * inputs and prints the graph (with the tracer's warnings), its register code
- * or its Graphviz form. */
+ * or its Graphviz form; with --after, the graph after chosen passes of the
+ * pipeline (the default one, or --passes LIST). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +10,65 @@
 #include "tools/commands.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot]\n"
-                    "models: ");
+    fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
+                    "                 [--passes LIST]\n"
+                    "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
+                    "                       named pass (\"all\": after every pass)\n"
+                    "  --passes LIST        the pipeline (default \"%s\")\n"
+                    "models: ", tj_default_pipeline());
     for (int i = 0; i < tjx_num_models(); i++)
         fprintf(stderr, "%s%s", i ? ", " : "", tjx_model_at(i)->name);
     fprintf(stderr, "\n");
     return 2;
+}
+
+/* Copies the next comma-separated name of *list into name; false at the end. */
+static bool next_name(const char **list, char *name, size_t cap) {
+    const char *s = *list;
+    while (*s == ',' || *s == ' ') s++;
+    if (!*s) return false;
+    size_t n = strcspn(s, ", ");
+    *list = s + n;
+    if (n >= cap) n = cap - 1;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    return true;
+}
+
+static bool has_name(const char *list, const char *name) {
+    char item[64];
+    while (next_name(&list, item, sizeof item))
+        if (!strcmp(item, name) || !strcmp(item, "all")) return true;
+    return false;
+}
+
+/* Whether every name in `after` is a pass of the pipeline (or "all"). */
+static bool check_after(const char *pipeline, const char *after) {
+    char name[64];
+    for (const char *s = after; next_name(&s, name, sizeof name);)
+        if (strcmp(name, "all") && !has_name(pipeline, name)) {
+            fprintf(stderr, "tjit dump: --after %s: no pass '%s' in the pipeline \"%s\"\n",
+                    after, name, pipeline);
+            return false;
+        }
+    return true;
+}
+
+/* Runs pipeline one pass at a time, printing the graph after each pass
+ * named in `after`. */
+static tj_status run_pipeline(tj_graph *g, const char *pipeline, const char *after, bool canonical,
+                              bool dot) {
+    char name[64];
+    for (const char *s = pipeline; next_name(&s, name, sizeof name);) {
+        tj_status st = tj_run_passes(g, name);
+        if (st != TJ_OK) return st;
+        if (!has_name(after, name)) continue;
+        char *text = dot ? tj_graph_to_dot(g, 0) : tj_graph_to_string(g, canonical ? TJ_PRINT_CANONICAL : 0);
+        if (!text) return tj_last_status();
+        printf("# after %s\n%s", name, text);
+        free(text);
+    }
+    return TJ_OK;
 }
 
 int tjit_cmd_dump(int argc, char **argv) {
@@ -25,8 +79,11 @@ int tjit_cmd_dump(int argc, char **argv) {
         return usage();
     }
     bool canonical = false, code = false, dot = false;
+    const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
+        else if (!strcmp(argv[i], "--after") && i + 1 < argc) after = argv[++i];
+        else if (!strcmp(argv[i], "--passes") && i + 1 < argc) passes = argv[++i];
         else if (!strcmp(argv[i], "--code")) code = true;
         else if (!strcmp(argv[i], "--dot")) dot = true;
         else {
@@ -34,6 +91,7 @@ int tjit_cmd_dump(int argc, char **argv) {
             return usage();
         }
     }
+    if (after && !check_after(passes ? passes : tj_default_pipeline(), after)) return 2;
     int rc = 1;
     tj_generator *gen = tj_generator_new(0);
     void *params = gen ? model->create(gen) : NULL;
@@ -44,12 +102,18 @@ int tjit_cmd_dump(int argc, char **argv) {
     g = tj_trace(model->forward, params, inputs, model->n_in, model->n_out, NULL);
     if (!g) goto done;
     for (int i = 0; i < tj_graph_num_warnings(g); i++) printf("# warning: %s\n", tj_graph_warning(g, i));
-    char *text = dot ? tj_graph_to_dot(g, 0) : tj_graph_to_string(g, canonical ? TJ_PRINT_CANONICAL : 0);
-    if (!text) goto done;
-    fputs(text, stdout);
-    free(text);
+    if (after) {
+        if (run_pipeline(g, passes ? passes : tj_default_pipeline(), after, canonical, dot) != TJ_OK)
+            goto done;
+    } else {
+        char *text = dot ? tj_graph_to_dot(g, 0) : tj_graph_to_string(g, canonical ? TJ_PRINT_CANONICAL : 0);
+        if (!text) goto done;
+        fputs(text, stdout);
+        free(text);
+    }
     if (code) {
-        p = tj_compile(g, NULL);
+        tj_compile_options opts = {.passes = passes};
+        p = tj_compile(g, &opts);
         char *c = p ? tj_program_code_to_string(p) : NULL;
         if (!c) goto done;
         printf("\n%s", c);

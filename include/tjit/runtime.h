@@ -53,6 +53,9 @@ typedef struct tj_compile_options {
     /* Replay accepts inputs whose sizes differ from the traced ones (dtype,
      * rank and device must still match). Off by default. */
     bool allow_size_change;
+    /* The passes to run, comma-separated (see tjit/passes.h): NULL runs
+     * tj_default_pipeline(), "" none. */
+    const char *passes;
     /* The code generator of fusion groups: "portable" (the fused-loop
      * runner; the default when NULL), or another built-in backend. */
     const char *backend;

@@ -1,0 +1,148 @@
+/* cse.c — common-subexpression elimination: a node equal to an earlier one
+ * (same kind and op, same inputs — either order for commutative ops — equal
+ * attributes and output types) is replaced by it. Tensor constants compare by
+ * value up to TJP_VALUE_COMPARE_MAX elements, by identity above; fusion
+ * groups by the canonical text of their subgraphs.
+ *
+ * Memory written in place makes two equal-looking nodes differ, so:
+ *  - nodes with an effect (writes, random draws) are never merged;
+ *  - a node whose result may be written in place later (its alias class is
+ *    mutated) is never merged, since the two results must stay distinct;
+ *  - the table is emptied at every node that writes in place, so no node
+ *    after a write is merged with one before it (they may read different
+ *    contents of the same memory).
+ * Merging can make two graph outputs the same tensor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes_internal.h"
+
+typedef struct table {
+    struct slot {
+        uint64_t h;
+        tj_node *n;
+    } *slots;
+    size_t cap, used;
+} table;
+
+static uint64_t node_hash(const tj_node *n) {
+    uint64_t h = tjp_hash_u64(0, (uint64_t)tj_node_kind_of(n));
+    const tj_op_info *op = tj_node_op(n);
+    if (op) h = tjp_hash_u64(h, (uint64_t)tj_op_id(op));
+    h = tjp_hash_u64(h, (uint64_t)tj_node_num_outputs(n));
+    int ni = tj_node_num_inputs(n);
+    h = tjp_hash_u64(h, (uint64_t)ni);
+    if (tjp_is_commutative(n)) {
+        uint64_t a = (uint64_t)tj_value_id(tj_node_input(n, 0));
+        uint64_t b = (uint64_t)tj_value_id(tj_node_input(n, 1));
+        h = tjp_hash_u64(tjp_hash_u64(h, a < b ? a : b), a < b ? b : a);
+    } else {
+        for (int i = 0; i < ni; i++) h = tjp_hash_u64(h, (uint64_t)tj_value_id(tj_node_input(n, i)));
+    }
+    return tjp_hash_attrs(h, n);
+}
+
+static bool same_inputs(const tj_node *a, const tj_node *b) {
+    int ni = tj_node_num_inputs(a);
+    if (ni != tj_node_num_inputs(b)) return false;
+    bool straight = true;
+    for (int i = 0; i < ni && straight; i++) straight = tj_node_input(a, i) == tj_node_input(b, i);
+    if (straight) return true;
+    return tjp_is_commutative(a) && tj_node_input(a, 0) == tj_node_input(b, 1) &&
+           tj_node_input(a, 1) == tj_node_input(b, 0);
+}
+
+static bool nodes_equal(const tj_node *a, const tj_node *b) {
+    if (tj_node_kind_of(a) != tj_node_kind_of(b) || tj_node_op(a) != tj_node_op(b)) return false;
+    if (tj_node_num_outputs(a) != tj_node_num_outputs(b) || !same_inputs(a, b)) return false;
+    for (int i = 0; i < tj_node_num_outputs(a); i++)
+        if (!tj_type_equal(tj_value_type(tj_node_output(a, i)), tj_value_type(tj_node_output(b, i))))
+            return false;
+    return tjp_attrs_equal(a, b);
+}
+
+static bool table_grow(table *t) {
+    size_t cap = t->cap ? 2 * t->cap : 256;
+    struct slot *slots = calloc(cap, sizeof *slots);
+    if (!slots) return false;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i].n) continue;
+        size_t k = t->slots[i].h & (cap - 1);
+        while (slots[k].n) k = (k + 1) & (cap - 1);
+        slots[k] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
+    return true;
+}
+
+static void table_clear(table *t) {
+    if (t->slots) memset(t->slots, 0, sizeof *t->slots * t->cap);
+    t->used = 0;
+}
+
+/* The earlier node equal to n, or NULL after recording n. */
+static tj_node *table_find_or_add(table *t, tj_node *n, bool *oom) {
+    if ((t->used + 1) * 2 > t->cap && !table_grow(t)) {
+        *oom = true;
+        return NULL;
+    }
+    uint64_t h = node_hash(n);
+    size_t k = h & (t->cap - 1);
+    for (; t->slots[k].n; k = (k + 1) & (t->cap - 1))
+        if (t->slots[k].h == h && nodes_equal(t->slots[k].n, n)) return t->slots[k].n;
+    t->slots[k] = (struct slot){h, n};
+    t->used++;
+    return NULL;
+}
+
+static bool candidate(tjp_alias *al, const tj_node *n) {
+    if (tjp_has_effect(n)) return false;
+    for (int i = 0; i < tj_node_num_outputs(n); i++)
+        if (tjp_alias_flags(al, tj_node_output(n, i)) & TJP_ALIAS_MUTATED) return false;
+    return true;
+}
+
+/* Makes n's uses use m instead and removes n; a name of n's moves to m's
+ * unnamed output. */
+static tj_status merge(tj_node *n, tj_node *m) {
+    int no = tj_node_num_outputs(n);
+    char *names[8] = {0};
+    for (int i = 0; i < no; i++) {
+        tj_value *from = tj_node_output(n, i), *to = tj_node_output(m, i);
+        tj_status st = tj_value_replace_uses(from, to);
+        if (st) return st;
+        if (i < 8 && tj_value_name(from) && !tj_value_name(to)) names[i] = strdup(tj_value_name(from));
+    }
+    tj_status st = tj_node_destroy(n);
+    for (int i = 0; i < no && i < 8; i++) {
+        if (!st && names[i]) st = tj_value_set_name(tj_node_output(m, i), names[i]);
+        free(names[i]);
+    }
+    return st;
+}
+
+tj_status tj_pass_cse(tj_graph *g) {
+    if (!g) return tjc_error(TJ_ERR_ARG, "cse: the graph is NULL");
+    tj_status st = tjp_for_subgraphs(g, tj_pass_cse);
+    if (st) return st;
+    tjp_alias al;
+    if ((st = tjp_alias_build(&al, g))) return st;
+    table t = {0};
+    for (tj_node *n = tj_block_first(tj_graph_block(g)), *next; n && !st; n = next) {
+        next = tj_node_next(n);
+        if (tjp_mutates(n)) {
+            table_clear(&t);
+            continue;
+        }
+        if (!candidate(&al, n)) continue;
+        bool oom = false;
+        tj_node *m = table_find_or_add(&t, n, &oom);
+        if (oom) st = tjc_error(TJ_ERR_MEMORY, "cse: out of memory");
+        else if (m) st = merge(n, m);
+    }
+    free(t.slots);
+    tjp_alias_free(&al);
+    return st;
+}

@@ -1,0 +1,111 @@
+/* passes_internal.h — what the graph passes share (prefix tjp_): facts about
+ * nodes read from the op table (effects, commutativity, fresh outputs), a
+ * conservative alias analysis, structural hashing and equality of
+ * attributes and tensor constants, and small editing helpers.
+ *
+ * Passes use only the public IR API (tjit/ir.h) and the op table's rows
+ * (core/core.h); none of them knows the IR's data structures. */
+#ifndef TJIT_PASSES_INTERNAL_H
+#define TJIT_PASSES_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/core.h"
+#include "core/ptrmap.h"
+#include "tjit/passes.h"
+
+/* ---- effects ---------------------------------------------------------------------
+ * A node has an effect when removing, merging or reordering it could change
+ * what a program computes beyond its own outputs: it writes into one of its
+ * inputs (a Tensor(a!) argument given a tensor, not None), or it draws random
+ * numbers (kind TJ_KIND_RANDOM or a Generator? argument), which advances a
+ * generator. A fusion group has an effect when a node of its subgraph has. */
+
+/* Whether op node n writes into its input i in place. */
+bool tjp_writes_input(const tj_node *n, int i);
+/* Whether n writes into any of its inputs (fusion groups: their subgraphs). */
+bool tjp_mutates(const tj_node *n);
+bool tjp_is_random(const tj_node *n);
+bool tjp_has_effect(const tj_node *n);
+
+/* Whether the two inputs of n may be swapped without changing its result:
+ * add with alpha=1, mul, maximum, minimum, eq, ne, logical_and, logical_or.
+ * (maximum and minimum may then return the other zero of a (-0, +0) pair.) */
+bool tjp_is_commutative(const tj_node *n);
+
+/* Whether n is an op node running op id (TJ_OP_mul, ...). */
+bool tjp_is_op(const tj_node *n, int id);
+
+/* ---- alias analysis ----------------------------------------------------------------
+ * Values that may share memory fall in one class: a view's (or reshape's,
+ * contiguous's, an in-place op's) output with its input 0, chunks and list
+ * elements with their list, a fusion group's outputs with its inputs, and all
+ * graph inputs together (a caller may pass overlapping tensors). Each class
+ * records whether some value of it is written in place, returned by the
+ * graph, or comes from outside the program (a graph input or a constant). */
+
+enum {
+    TJP_ALIAS_MUTATED = 1u << 0,
+    TJP_ALIAS_OUTPUT = 1u << 1,
+    TJP_ALIAS_EXTERNAL = 1u << 2
+};
+
+typedef struct tjp_alias {
+    tjc_ptrmap index; /* value -> its number + 1 */
+    int *parent;      /* union-find over value numbers */
+    unsigned *flags;  /* TJP_ALIAS_* at each class's root */
+    int n, cap;
+} tjp_alias;
+
+/* Analyses the top-level block of g. TJ_OK or TJ_ERR_MEMORY. */
+tj_status tjp_alias_build(tjp_alias *a, tj_graph *g);
+void tjp_alias_free(tjp_alias *a);
+/* The class of v (its root's number), or -1 for a value the analysis does not know. */
+int tjp_alias_class(tjp_alias *a, const tj_value *v);
+/* The flags of v's class; unknown values answer every flag, to stay safe. */
+unsigned tjp_alias_flags(tjp_alias *a, const tj_value *v);
+
+/* ---- layout ----------------------------------------------------------------------- */
+
+/* Whether the strides in type t are contiguous for its sizes (size-1 dims
+ * ignored). False when anything is unknown. */
+bool tjp_type_contiguous(const tj_type *t);
+/* Whether v is contiguous at every replay whatever sizes its inputs have: a
+ * contiguous constant, the fresh output of an op, aten::contiguous's output,
+ * or a view/reshape/flatten/squeeze/unsqueeze of such a value that its type
+ * says is contiguous. */
+bool tjp_surely_contiguous(const tj_value *v);
+/* Whether two tensor types agree on dtype, rank, sizes and device, all known. */
+bool tjp_same_shape_type(const tj_type *a, const tj_type *b);
+
+/* ---- hashing and equality ---------------------------------------------------------- */
+
+uint64_t tjp_hash_u64(uint64_t h, uint64_t x);
+uint64_t tjp_hash_bytes(uint64_t h, const void *p, size_t n);
+uint64_t tjp_hash_str(uint64_t h, const char *s);
+
+/* Constants up to this many elements are compared by value; larger ones by
+ * identity. Hashes read at most this many elements. */
+#define TJP_VALUE_COMPARE_MAX ((int64_t)1 << 16)
+
+uint64_t tjp_hash_tensor(uint64_t h, const tj_tensor *t);
+/* Bitwise equal values (NaN equals NaN, -0 differs from +0), same dtype and sizes. */
+bool tjp_tensor_equal(const tj_tensor *a, const tj_tensor *b);
+/* Attributes: kinds and values, tensors by tjp_tensor_equal, subgraphs by
+ * their canonical text. */
+uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n);
+bool tjp_attrs_equal(const tj_node *a, const tj_node *b);
+/* Whether constant node n holds a tensor every element of which equals v
+ * (CPU tensors of at most TJP_VALUE_COMPARE_MAX elements). */
+bool tjp_constant_all(const tj_node *n, double v);
+
+/* ---- editing ------------------------------------------------------------------------- */
+
+/* Destroys n when none of its outputs is used and it has no effect, then the
+ * definers of its inputs that this leaves unused, and so on. Returns the
+ * number of nodes destroyed. */
+int tjp_remove_if_dead(tj_node *n);
+/* Runs pass on the subgraph of every fusion group of g's block. */
+tj_status tjp_for_subgraphs(tj_graph *g, tj_pass_fn pass);
+
+#endif

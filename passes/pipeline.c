@@ -1,0 +1,113 @@
+/* pipeline.c — the registry of passes by name, running a comma-separated
+ * pipeline of them (tj_run_passes), the default pipeline, the TJIT_DUMP
+ * environment variable, and the verifier run after every pass in builds with
+ * TJIT_VERIFY_PASSES. docs/passes.md explains the default order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes_internal.h"
+
+static const struct {
+    const char *name;
+    tj_pass_fn fn;
+} registry[] = {
+    {"dce", tj_pass_dce},
+    {"cse", tj_pass_cse},
+    {"constant_fold", tj_pass_constant_fold},
+    {"peephole", tj_pass_peephole},
+    {"canonicalize", tj_pass_canonicalize},
+    {"fuse", tj_pass_fuse}, /* fuser/fuse.c */
+};
+enum { N_PASSES = sizeof registry / sizeof registry[0] };
+
+int tj_num_passes(void) { return N_PASSES; }
+
+const char *tj_pass_name(int i) { return i >= 0 && i < N_PASSES ? registry[i].name : NULL; }
+
+tj_pass_fn tj_find_pass(const char *name) {
+    for (int i = 0; name && i < N_PASSES; i++)
+        if (!strcmp(registry[i].name, name)) return registry[i].fn;
+    return NULL;
+}
+
+const char *tj_default_pipeline(void) {
+    return "dce,constant_fold,peephole,cse,dce,canonicalize,fuse";
+}
+
+/* ---- names in a comma-separated list ------------------------------------------------------ */
+
+#define NAME_MAX_LEN 64
+
+/* Copies the next name of *list (spaces trimmed) into name and advances;
+ * false at the end. A name too long to be a pass comes back truncated,
+ * which matches no pass. */
+static bool next_name(const char **list, char *name) {
+    const char *s = *list;
+    while (*s == ',' || *s == ' ' || *s == '\t') s++;
+    if (!*s) return false;
+    size_t n = strcspn(s, ",");
+    *list = s + n;
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t')) n--;
+    if (n >= NAME_MAX_LEN) n = NAME_MAX_LEN - 1;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    return true;
+}
+
+static bool list_has(const char *list, const char *name) {
+    char item[NAME_MAX_LEN];
+    while (list && next_name(&list, item))
+        if (!strcmp(item, "all") || !strcmp(item, name)) return true;
+    return false;
+}
+
+static tj_status unknown(const char *name) {
+    char known[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < N_PASSES && len < sizeof known; i++)
+        len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "",
+                                registry[i].name);
+    return tjc_error(TJ_ERR_ARG, "tj_run_passes: unknown pass '%s'; known passes: %s", name, known);
+}
+
+/* ---- running --------------------------------------------------------------------------------- */
+
+static void dump(const tj_graph *g, const char *pass) {
+    char *text = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
+    fprintf(stderr, "# after %s\n%s", pass, text ? text : "(cannot print the graph)\n");
+    free(text);
+}
+
+tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_run_passes: the graph is NULL");
+    if (!pipeline) return tjc_error(TJ_ERR_ARG, "tj_run_passes: the pipeline is NULL");
+    char name[NAME_MAX_LEN];
+    /* every name is checked before any pass changes the graph */
+    for (const char *s = pipeline; next_name(&s, name);)
+        if (!tj_find_pass(name)) return unknown(name);
+    /* passes trust the invariants of docs/ir.md; a graph read from text may break them */
+    if (tj_graph_verify(g) != TJ_OK) {
+        char cause[768];
+        snprintf(cause, sizeof cause, "%s", tj_last_error());
+        return tjc_error(TJ_ERR_ARG, "tj_run_passes: the graph is malformed: %s", cause);
+    }
+    const char *dump_list = getenv("TJIT_DUMP");
+    for (const char *s = pipeline; next_name(&s, name);) {
+        tj_status st = tj_find_pass(name)(g);
+        if (st != TJ_OK) {
+            char cause[768];
+            snprintf(cause, sizeof cause, "%s", tj_last_error());
+            return tjc_error(st, "pass '%s' failed: %s", name, cause);
+        }
+#ifdef TJIT_VERIFY_PASSES
+        if (tj_graph_verify(g) != TJ_OK) {
+            char cause[768];
+            snprintf(cause, sizeof cause, "%s", tj_last_error());
+            return tjc_error(TJ_ERR_INTERNAL, "pass '%s' left a malformed graph: %s", name, cause);
+        }
+#endif
+        if (dump_list && list_has(dump_list, name)) dump(g, name);
+    }
+    return TJ_OK;
+}
