@@ -45,6 +45,11 @@ tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
     for (int i = 0; i < n_inputs; i++) {
         p->bound[i] = tj_retain(tj_graph_input_binding(g, i));
         if (!p->bound[i]) p->user_input[p->n_user++] = i;
+        /* tj_graph_clone copies nodes, not bindings: tj_program_graph shows them too */
+        else if (tj_graph_bind_input(p->graph, i, p->bound[i]) != TJ_OK) {
+            tj_program_free(p);
+            return NULL;
+        }
     }
     /* the passes rewrite the program's own copy; inputs keep their positions */
     if (tj_run_passes(p->graph, p->opts.passes ? p->opts.passes : tj_default_pipeline()) != TJ_OK) {

@@ -12,6 +12,13 @@
  * storage, or its base) is an error, because the graph's values would no
  * longer say what the eager run computed. The tensor written in place is
  * remapped to the op's output and stays valid.
+ *
+ * Constants: a tensor made inside the trace (tj_zeros, tj_full, ...) becomes
+ * a prim::Constant holding that tensor. Every replay shares the constant, so
+ * the first write into its storage (directly or through a view) turns it into
+ * a snapshot of its value at that point plus an aten::clone that the graph
+ * reads instead: each replay then writes into a copy of its own, and the eager
+ * run's later writes do not leak into the constant.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +44,7 @@ typedef struct tracer {
     tjc_ptrmap stamp;      /* tj_tensor* -> storage version + 1 when mapped */
     tjc_ptrmap version;    /* tjc_storage* -> version */
     tjc_ptrmap created;    /* tensors made by creation functions while tracing */
+    tjc_ptrmap constant_of; /* tjc_storage* -> its prim::Constant's value, until first written */
     tj_tensor **held;
     int n_held, cap_held;
     int n_params;
@@ -99,7 +107,34 @@ static tj_value *append_node(tracer *tr, tj_node *n) {
 static tj_value *constant_value(tracer *tr, tj_tensor *t) {
     tj_value *v = append_node(tr, tj_node_create_tensor_constant(tr->g, t));
     if (v) map(tr, t, v);
+    if (v && !tjc_ptrmap_put(&tr->constant_of, t->storage, v)) fail(tr, TJ_ERR_MEMORY, "out of memory");
     return v;
+}
+
+/* Before the first write into a constant's storage (see the top of the file):
+ * replaces constant k by clone(snapshot of k) and returns the clone's value. */
+static tj_value *privatize(tracer *tr, tj_value *k) {
+    tj_node *kn = tj_value_node(k);
+    tj_tensor *t = tj_node_tensor(kn), *snap = NULL;
+    if (tjc_invoke_nested(tjc_op(TJ_OP_clone), &t, 1, NULL, &snap, 1) != 1) {
+        fail(tr, tj_last_status(), "cannot copy a constant written in place: %s", tj_last_error());
+        return NULL;
+    }
+    tj_node *copy = tj_node_create_tensor_constant(tr->g, snap);
+    tj_release(snap); /* the node holds it */
+    tj_value *cv = copy ? tj_node_output(copy, 0) : NULL;
+    tj_node *clone = cv ? tj_node_create_op(tr->g, tjc_op(TJ_OP_clone), &cv, 1, NULL, 0, 1) : NULL;
+    tj_value *out = clone ? tj_node_output(clone, 0) : NULL;
+    if (!out || tj_node_insert_after(copy, kn) != TJ_OK || tj_node_insert_after(clone, copy) != TJ_OK ||
+        tj_value_set_type(cv, tj_value_type(k)) != TJ_OK ||
+        tj_value_set_type(out, tj_value_type(k)) != TJ_OK || tj_value_replace_uses(k, out) != TJ_OK ||
+        tj_node_destroy(kn) != TJ_OK || !tjc_ptrmap_put(&tr->value_of, t, out) ||
+        !tjc_ptrmap_put(&tr->constant_of, t->storage, NULL)) {
+        fail(tr, tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY,
+             "cannot copy a constant written in place: %s", tj_last_error());
+        return NULL;
+    }
+    return out;
 }
 
 /* The value a tensor the model reads stands for; a tensor the tracer has not
@@ -157,14 +192,13 @@ static void *on_before(void *ctx, const tj_op_info *op, tj_tensor *const *in, in
         }
         const char *arg = tjc_input_name(op, i);
         pd->values[i] = value_for(tr, in[i], tj_op_name(op), arg);
-        bool written = s->has_tensor_list ? false : s->args[s->tensor_pos[i]].mutated;
-        tj_value *v = pd->values[i];
-        if (written && v && tj_node_kind_of(tj_value_node(v)) == TJ_NODE_CONSTANT) {
-            /* a constant is shared by every replay: write into a copy of it */
-            tj_node *copy = tj_node_create_op(tr->g, tj_op_find("aten::clone"), &v, 1, NULL, 0, 1);
-            pd->values[i] = append_node(tr, copy);
-            if (pd->values[i]) tj_value_set_type(pd->values[i], tj_value_type(v));
-        }
+    }
+    for (int i = 0; i < n_in && !tr->failed && !s->has_tensor_list; i++) {
+        tj_value *k = in[i] && s->args[s->tensor_pos[i]].mutated
+                          ? tjc_ptrmap_get(&tr->constant_of, in[i]->storage) : NULL;
+        tj_value *private = k ? privatize(tr, k) : NULL;
+        for (int j = 0; private && j < n_in; j++)
+            if (pd->values[j] == k) pd->values[j] = private;
     }
     pd->op = op;
     pd->n_in = n_in;
@@ -226,6 +260,7 @@ static void tracer_free(tracer *tr) {
     tjc_ptrmap_free(&tr->stamp);
     tjc_ptrmap_free(&tr->version);
     tjc_ptrmap_free(&tr->created);
+    tjc_ptrmap_free(&tr->constant_of);
 }
 
 static tj_status add_outputs(tracer *tr, tj_tensor **out, int n_out) {
@@ -258,6 +293,7 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
     tjc_ptrmap_init(&tr.stamp);
     tjc_ptrmap_init(&tr.version);
     tjc_ptrmap_init(&tr.created);
+    tjc_ptrmap_init(&tr.constant_of);
     tr.g = tj_graph_new();
     tj_tensor **out = calloc((size_t)(n_out ? n_out : 1), sizeof *out);
     if (!tr.g || !out) fail(&tr, TJ_ERR_MEMORY, "out of memory");
@@ -272,6 +308,10 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
         else map(&tr, inputs[i], v);
     }
     if (!tr.failed) {
+        /* The model's outputs, like any tj_ function's results, belong to the
+         * innermost open scope: this one, so that they are released here
+         * whether or not the caller has a scope open. */
+        tj_scope_begin();
         tj_record_hook hook = {&tr, on_before, on_after, on_created, on_host_read};
         const tj_record_hook *previous = tj_set_record_hook(&hook);
         active = &tr;
@@ -284,8 +324,8 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
             fail(&tr, st, "the model failed: %s", *cause ? cause : tj_status_name(st));
         }
         if (!tr.failed) add_outputs(&tr, out, n_out);
+        tj_scope_end();
     }
-    for (int i = 0; out && i < n_out; i++) tj_release(out[i]);
     free(out);
     tracer_free(&tr);
     if (tr.failed) {

@@ -17,7 +17,9 @@ extern "C" {
 #endif
 
 /* A model: reads n_in inputs (and any tensors it holds in ctx, its
- * parameters), writes n_out new references into out. */
+ * parameters), writes n_out new references into out, owned like a tj_
+ * function's results: by the innermost open scope when there is one (a model
+ * with a scope of its own tj_keeps them), else by the caller. */
 typedef tj_status (*tj_model_fn)(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
                                  int n_out);
 
