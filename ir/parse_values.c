@@ -268,25 +268,39 @@ static bool read_tensor(tjir_parser *p, tj_tensor **out) {
     int sline = p->tok.line, scol = p->tok.col;
     if (!read_numbers(p, &dims, &ndim, "a size")) return false;
     if (ndim > TJ_MAX_DIMS) return tjir_fail_at(p, sline, scol, "expected at most 8 sizes, got %d", ndim);
-    int64_t sizes[TJ_MAX_DIMS], numel = 1;
+    /* span counts zero sizes as one: strides must fit in 64 bits even when empty */
+    int64_t sizes[TJ_MAX_DIMS], span = 1;
+    bool huge = false, empty = false;
     for (int d = 0; d < ndim; d++) {
         if (dims[d].is_float || dims[d].i < 0)
             return tjir_fail_at(p, dims[d].line, dims[d].col, "expected a size >= 0");
         sizes[d] = dims[d].i;
-        /* the values are in the text, so a valid count never exceeds n */
-        numel = sizes[d] == 0 ? 0 : (numel > n / sizes[d] + 1 ? (int64_t)n + 1 : numel * sizes[d]);
+        empty = empty || sizes[d] == 0;
+        huge = huge || __builtin_mul_overflow(span, sizes[d] ? sizes[d] : 1, &span);
     }
-    if (numel != n)
-        return tjir_fail_at(p, line, col, "expected %s values for sizes given, got %d",
-                            numel > n ? "more" : "fewer", n);
+    int64_t numel = empty ? 0 : span;
+    if (huge || numel != n) {
+        char shape[TJC_SIZES_BUF];
+        tjc_fmt_sizes(shape, sizeof shape, sizes, ndim);
+        if (huge)
+            return tjir_fail_at(p, line, col, "expected a tensor of fewer than 2^63 values, got "
+                                "sizes %s", shape);
+        return tjir_fail_at(p, line, col, "expected %lld values for sizes %s, got %d",
+                            (long long)numel, shape, n);
+    }
     for (int k = 0; k < n; k++) {
         int l = xs[k].line;
+        char got[40];
+        if (xs[k].is_bool) snprintf(got, sizeof got, "%s", xs[k].i ? "True" : "False");
+        else if (xs[k].is_float) snprintf(got, sizeof got, "%g", xs[k].f);
+        else snprintf(got, sizeof got, "%lld", (long long)xs[k].i);
         if ((dtype == TJ_BOOL) != xs[k].is_bool)
-            return tjir_fail_at(p, l, xs[k].col, "expected %s for a %s tensor",
+            return tjir_fail_at(p, l, xs[k].col, "expected %s for a %s tensor, got %s",
                                 dtype == TJ_BOOL ? "True or False" : "a number",
-                                tjir_dtype_ir_name(dtype));
+                                tjir_dtype_ir_name(dtype), got);
         if (dtype == TJ_I64 && xs[k].is_float)
-            return tjir_fail_at(p, l, xs[k].col, "expected an integer for a Long tensor");
+            return tjir_fail_at(p, l, xs[k].col, "expected an integer for a Long tensor, got %s",
+                                got);
     }
     if (!tjir_eat(p, TOK_RPAREN, "')'")) return false;
     tj_tensor *t = tjc_alloc(sizes, ndim, dtype);
@@ -355,7 +369,9 @@ static bool read_op_attr(tjir_parser *p, tj_node *n, int i) {
     tj_attr_kind kind = tjir_attr_kind_for(arg, &(tj_attr){{0}});
     bool none_ok = arg->type == TJ_ARG_FLOAT_OPT || arg->type == TJ_ARG_GENERATOR;
     char what[96];
-    snprintf(what, sizeof what, "a %s for '%s'", tj_attr_kind_name(kind), arg->name);
+    const char *kname = tj_attr_kind_name(kind);
+    snprintf(what, sizeof what, "%s %s for '%s'", strchr("aeiou", kname[0]) ? "an" : "a", kname,
+             arg->name);
     if (none_ok && tjir_is_ident(p, "None")) {
         tjir_next(p);
         kind = TJ_ATTR_NONE;

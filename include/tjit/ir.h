@@ -14,10 +14,13 @@
  * stays until the graph is freed. A subgraph belongs to the node that holds it.
  * Functions that can fail return NULL or a tj_status, with tj_last_error().
  */
+/* Outside the guard: tjit.h includes this header at its end, after the types
+ * used here, so whichever of the two comes first, these declarations follow
+ * tjit.h's. */
+#include "tjit/tjit.h"
+
 #ifndef TJIT_IR_H
 #define TJIT_IR_H
-
-#include "tjit/tjit.h"
 
 #ifdef __cplusplus
 extern "C" {
