@@ -73,19 +73,20 @@ void tjc_scope_track(tj_tensor *t) {
 }
 
 tj_tensor *tj_keep(tj_tensor *t) {
-    if (!t) return NULL;
-    for (int k = n_scopes - 1; k >= 0; k--) {
-        scope *s = &scopes[k];
-        for (int i = s->n - 1; i >= 0; i--) {
-            if (s->items[i] != t) continue;
-            s->items[i] = s->items[--s->n];
-            if (k > 0 && !push(&scopes[k - 1], t))
-                tjc_error(TJ_ERR_MEMORY, "tj_keep: out of memory; the tensor now belongs to "
-                          "the caller");
-            return t;
-        }
+    if (!t || n_scopes == 0) return t;
+    /* only the innermost scope: keeping twice, or keeping a tensor an outer
+     * scope owns, changes nothing */
+    int k = n_scopes - 1;
+    scope *s = &scopes[k];
+    for (int i = s->n - 1; i >= 0; i--) {
+        if (s->items[i] != t) continue;
+        s->items[i] = s->items[--s->n];
+        if (k > 0 && !push(&scopes[k - 1], t))
+            tjc_error(TJ_ERR_MEMORY, "tj_keep: out of memory; the tensor now belongs to "
+                      "the caller");
+        return t;
     }
-    return t; /* not in any scope: already the caller's */
+    return t; /* not in the innermost scope: already the caller's or an outer scope's */
 }
 
 void tjc_track_created(tj_tensor *t) {

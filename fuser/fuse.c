@@ -283,6 +283,9 @@ tj_status tj_pass_fuse(tj_graph *g) {
         changed = false;
         for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
             if (!fusible_node(n) && !is_group(n)) continue;
+            bool used = false; /* a dead consumer is DCE's to remove, not worth a group */
+            for (int o = 0; o < tj_node_num_outputs(n); o++) used |= tj_value_num_uses(tj_node_output(n, o)) > 0;
+            if (!used) continue;
             for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
                 tj_node *p = tj_value_node(tj_node_input(n, i));
                 tj_node_kind k = tj_node_kind_of(p);

@@ -17,7 +17,7 @@
 #include "core/core.h"
 #include "tjit/ir.h"
 
-#define TJF_MAX_ARGS 48 /* group inputs plus outputs */
+#define TJF_MAX_ARGS 64 /* group inputs plus outputs; the fuser keeps groups within it */
 
 /* How an input is laid out, as far as a kernel cares. */
 typedef enum tjf_layout {

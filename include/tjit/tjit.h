@@ -101,9 +101,10 @@ const char *tj_tensor_name(const tj_tensor *t); /* NULL when unnamed */
 
 /* ---- scopes --------------------------------------------------------------
  * Tensors returned to user code while a scope is open belong to it; they are
- * released at tj_scope_end. tj_keep(t) moves t out of the innermost scope it
- * belongs to, to the enclosing scope, or to the caller when there is none.
- * Scopes are per thread and nest. */
+ * released at tj_scope_end. tj_keep(t) moves t out of the innermost open
+ * scope, to the enclosing scope, or to the caller when there is none; for a
+ * tensor the innermost scope does not hold (an input, or one already kept) it
+ * does nothing. Scopes are per thread and nest. */
 void tj_scope_begin(void);
 void tj_scope_end(void);
 tj_tensor *tj_keep(tj_tensor *t); /* returns t */
