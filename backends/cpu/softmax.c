@@ -39,6 +39,15 @@ static inline float nn_expf(float x) {
  * row for the prefetcher (1 KiB in f32), few enough for stack buffers. */
 enum { COL_BLOCK = 256 };
 
+/* GCC vectorises a compare-and-select max reduction when OpenMP SIMD allows
+ * the reordering; clang 14 cannot without fast-math flags and warns when
+ * asked to, so it gets the plain loop. */
+#if defined(__clang__)
+#define SIMD_MAX_OF_M
+#else
+#define SIMD_MAX_OF_M _Pragma("omp simd reduction(max : m)")
+#endif
+
 #define T float
 #define FN(name) name##_f32
 #define EXP(x) nn_expf(x)
