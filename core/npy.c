@@ -3,6 +3,7 @@
  * error naming the file and what is wrong; nothing here trusts the header. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,23 @@ tj_tensor *tj_load_npy(const char *path) {
     bool fortran = false;
     int64_t sizes[TJ_MAX_DIMS];
     if (parse_header(path, hdr, &fmt, &fortran, sizes, &ndim)) goto done;
-    int64_t n = tjc_numel(sizes, ndim);
+    int64_t n = 1;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) overflow = overflow || __builtin_mul_overflow(n, sizes[d], &n);
+    uint64_t need = 0;
+    if (overflow || __builtin_mul_overflow((uint64_t)n, (uint64_t)formats[fmt].size, &need)) {
+        tjc_error(TJ_ERR_PARSE, "tj_load_npy: %s: 'shape' holds more elements than can be addressed",
+                  path);
+        goto done;
+    }
+    /* a corrupt header must not make us allocate what the file cannot hold */
+    long here = ftell(fp), end = here >= 0 && fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    if (end >= 0 && fseek(fp, here, SEEK_SET) != 0) end = -1;
+    if (end >= 0 && need > (uint64_t)(end - here)) {
+        tjc_error(TJ_ERR_PARSE, "tj_load_npy: %s is truncated: 'shape' needs %llu bytes of data, "
+                  "the file holds %ld", path, (unsigned long long)need, end - here);
+        goto done;
+    }
     /* Fortran order is C order of the reversed sizes, transposed back */
     int64_t file_sizes[TJ_MAX_DIMS];
     for (int d = 0; d < ndim; d++) file_sizes[d] = fortran ? sizes[ndim - 1 - d] : sizes[d];
