@@ -165,8 +165,16 @@ tj_status tj_function_call(tj_function *f, tj_tensor *const *inputs, tj_tensor *
         pthread_mutex_lock(&f->lock);
         f->stats.misses++;
         if (f->stats.misses > 1) f->stats.retraces++;
-        insert(f, e);
+        /* another thread may have traced the same signature meanwhile: keep
+         * one entry per signature, so that a duplicate does not take the
+         * place of another signature's program */
+        entry *same = find(f, e->sig);
+        if (!same) insert(f, e);
         pthread_mutex_unlock(&f->lock);
+        if (same) {
+            entry_free(e);
+            e = same;
+        }
     }
     free(sig);
     tj_status st = tj_run(e->program, inputs, outputs);

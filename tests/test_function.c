@@ -226,6 +226,51 @@ static void test_concurrent_calls_with_evictions(void **state) {
     tj_generator_free(gen);
 }
 
+/* Two threads miss on the same signature at once: both trace (the model
+ * waits until both are inside it), and the cache keeps one entry. */
+static pthread_barrier_t both_tracing;
+
+static tj_status waits_for_other(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
+                                 int n_out) {
+    pthread_barrier_wait(&both_tracing);
+    return layer_model(ctx, in, n_in, out, n_out);
+}
+
+typedef struct racer {
+    tj_function *f;
+    tj_tensor *x;
+    tj_status st;
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    tj_scope_begin();
+    tj_tensor *out;
+    r->st = tj_function_call(r->f, &r->x, &out);
+    tj_scope_end();
+    return NULL;
+}
+
+static void test_concurrent_misses_share_one_entry(void **state) {
+    (void)state;
+    tj_generator *gen = tj_generator_new(6);
+    layer m;
+    layer_init(&m, gen);
+    assert_int_equal(pthread_barrier_init(&both_tracing, NULL, 2), 0);
+    tj_function *f = tj_function_new(waits_for_other, &m, 1, 1, 4, NULL);
+    racer r[2] = {{f, batch(gen, 2), TJ_OK}, {f, batch(gen, 2), TJ_OK}};
+    pthread_t threads[2];
+    for (int t = 0; t < 2; t++) assert_int_equal(pthread_create(&threads[t], NULL, race, &r[t]), 0);
+    for (int t = 0; t < 2; t++) {
+        assert_int_equal(pthread_join(threads[t], NULL), 0);
+        assert_int_equal(r[t].st, TJ_OK);
+    }
+    assert_stats(f, 2, 0, 2, 1, 0, 1);
+    tj_function_free(f);
+    pthread_barrier_destroy(&both_tracing);
+    tj_generator_free(gen);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
     const struct CMUnitTest tests[] = {
@@ -234,6 +279,7 @@ int main(void) {
         T(test_allow_size_change),
         T(test_bad_arguments),
         T(test_concurrent_calls_with_evictions),
+        T(test_concurrent_misses_share_one_entry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

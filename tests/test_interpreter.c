@@ -132,6 +132,41 @@ static void test_register_code(void **state) {
     fixture_free(&f);
 }
 
+/* Inputs laid out otherwise than at trace time, and (with allow_size_change)
+ * of another batch size, still replay exactly like the eager model. */
+static void test_other_layouts_and_sizes(void **state) {
+    (void)state;
+    fixture f;
+    fixture_init_small_cell(&f);
+    tj_scope_begin();
+    tj_tensor *in[3], *eager[2], *replayed[2];
+    for (int i = 0; i < 3; i++) { /* the same values, transposed in memory */
+        in[i] = tj_t(tj_contiguous(tj_t(f.in[i])));
+        assert_false(tj_is_contiguous(in[i]));
+    }
+    assert_int_equal(f.model->forward(f.params, in, 3, eager, 2), TJ_OK);
+    run_ok(f.program, in, replayed);
+    for (int i = 0; i < 2; i++) tt_assert_same(replayed[i], eager[i]);
+    tj_compile_options opts = {.allow_size_change = true};
+    tj_program *flexible = tj_compile(f.graph, &opts);
+    assert_non_null(flexible);
+    const int64_t batches[3] = {1, 3, 7};
+    for (int b = 0; b < 3; b++) {
+        tt_context("batch %lld", (long long)batches[b]);
+        int64_t xs[2] = {batches[b], 5}, hs[2] = {batches[b], 4};
+        in[0] = tj_randn(xs, 2, TJ_F32, f.gen);
+        in[1] = tj_randn(hs, 2, TJ_F32, f.gen);
+        in[2] = tj_randn(hs, 2, TJ_F32, f.gen);
+        assert_int_equal(f.model->forward(f.params, in, 3, eager, 2), TJ_OK);
+        run_ok(flexible, in, replayed);
+        for (int i = 0; i < 2; i++) tt_assert_same(replayed[i], eager[i]);
+    }
+    tt_context(NULL);
+    tj_program_free(flexible);
+    tj_scope_end();
+    fixture_free(&f);
+}
+
 /* ---- parameters by reference ----------------------------------------------------------------- */
 
 static void test_parameters_bound_by_reference(void **state) {
@@ -347,6 +382,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_every_model_replays_exactly),
         T(test_register_code),
+        T(test_other_layouts_and_sizes),
         T(test_parameters_bound_by_reference),
         T(test_input_checks),
         T(test_concurrent_replays),

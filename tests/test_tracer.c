@@ -263,6 +263,14 @@ static void test_output_not_from_trace(void **state) {
     tj_generator_free(gen);
 }
 
+static tj_status difference(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx;
+    (void)n_in;
+    (void)n_out;
+    out[0] = tj_sub(in[0], in[1], 1.0);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     tj_generator *gen = tj_generator_new(6);
@@ -277,6 +285,10 @@ static void test_bad_arguments(void **state) {
     tt_assert_error("input array");
     assert_null(tj_trace(scalar_model, NULL, x, 2, 1, NULL));
     tt_assert_error("input 1 is NULL");
+    /* one tensor given twice: replay could not tell the two inputs apart */
+    tj_tensor *twice[2] = {x[0], x[0]};
+    assert_null(tj_trace(difference, NULL, twice, 2, 1, NULL));
+    tt_assert_error("inputs 0 and 1 are the same tensor");
     tj_generator_free(gen);
 }
 

@@ -302,6 +302,13 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
             fail(&tr, TJ_ERR_ARG, "input %d is NULL", i);
             break;
         }
+        /* one tensor maps to one value: a second input would silently stand
+         * for the first on replay */
+        for (int j = 0; j < i; j++)
+            if (inputs[j] == inputs[i])
+                fail(&tr, TJ_ERR_ARG, "inputs %d and %d are the same tensor, which the graph "
+                     "cannot tell apart on replay: pass distinct tensors (clone one)", j, i);
+        if (tr.failed) break;
         tj_type ty = tj_type_of_tensor(inputs[i]);
         tj_value *v = tj_graph_add_input(tr.g, &ty, tj_tensor_name(inputs[i]));
         if (!v) fail(&tr, TJ_ERR_MEMORY, "cannot add input %d: %s", i, tj_last_error());
