@@ -32,7 +32,7 @@ tj_pass_fn tj_find_pass(const char *name) {
 }
 
 const char *tj_default_pipeline(void) {
-    return "dce,constant_fold,peephole,cse,dce,canonicalize,fuse";
+    return "dce,constant_fold,peephole,cse,dce,canonicalize,fuse,canonicalize";
 }
 
 /* ---- names in a comma-separated list ------------------------------------------------------ */
