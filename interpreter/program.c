@@ -108,6 +108,12 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
     if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_run: program is NULL");
     if ((p->n_user && !inputs) || (p->code.n_outputs && !outputs))
         return tjc_error(TJ_ERR_ARG, "tj_run: the input or output array is NULL");
+    /* replayed ops are not recorded, so a tracer would take the results for
+     * parameters and bake this run's values into its graph */
+    if (tjc_record_hook() && tjc_op_depth() == 0)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "tj_run: cannot replay a program while tracing on "
+                         "this thread (the trace would keep this run's results as parameters); "
+                         "call the model function itself");
     for (int k = 0; k < p->n_user; k++) {
         tj_status st = check_input(p, k, inputs[k]);
         if (st) return st;

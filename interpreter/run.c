@@ -46,7 +46,10 @@ static tj_status chunk(const tji_instr *I, tj_tensor **R) {
     tj_tensor *x = R[I->in[0]];
     tj_tensor **res = calloc((size_t)I->n_out, sizeof(tj_tensor *));
     if (!res) return tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
-    int n = tj_chunk(x, I->chunks, I->dim, res, I->n_out);
+    /* through the table, nested like every replayed op: the public tj_chunk
+     * would hand the pieces to the caller's scope and to an active tracer */
+    tj_attr attrs[2] = {{.i = I->chunks}, {.i = I->dim}};
+    int n = tjc_invoke_nested(tjc_op(TJ_OP_chunk), &x, 1, attrs, res, I->n_out);
     tj_status st = TJ_OK;
     if (n != I->n_out) {
         for (int j = 0; j < n; j++) tj_release(res[j]);

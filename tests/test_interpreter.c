@@ -167,6 +167,36 @@ static void test_other_layouts_and_sizes(void **state) {
     fixture_free(&f);
 }
 
+/* prim::ConstantChunk runs through the op table like any op: its pieces
+ * belong to the frame, not to the caller's scope. */
+static void test_constant_chunk_in_a_scope(void **state) {
+    (void)state;
+    const char *text =
+        "graph(%x : Float(4, 8, strides=[8, 1], device=cpu)):\n"
+        "  %1 : Float(4, 4), %2 : Float(4, 4) = prim::ConstantChunk[chunks=2, dim=1](%x)\n"
+        "  %3 : Float(4, 4) = aten::matmul(%1, %2)\n"
+        "  return (%3, %2)\n";
+    tj_graph *g = tj_graph_parse(text, NULL);
+    assert_non_null(g);
+    tj_compile_options opts = {.passes = ""};
+    tj_program *p = tj_compile(g, &opts);
+    assert_non_null(p);
+    tj_scope_begin();
+    tj_tensor *x = tj_arange(0, 32, 1, TJ_F32);
+    x = tj_view(x, (int64_t[]){4, 8}, 2);
+    tj_tensor *halves[2], *out[2];
+    assert_int_equal(tj_chunk(x, 2, 1, halves, 2), 2);
+    tj_tensor *want = tj_matmul(halves[0], halves[1]);
+    for (int r = 0; r < 3; r++) {
+        run_ok(p, &x, out);
+        tt_assert_same(out[0], want);
+        tt_assert_same(out[1], halves[1]);
+    }
+    tj_scope_end();
+    tj_program_free(p);
+    tj_graph_free(g);
+}
+
 /* ---- parameters by reference ----------------------------------------------------------------- */
 
 static void test_parameters_bound_by_reference(void **state) {
@@ -383,6 +413,7 @@ int main(void) {
         T(test_every_model_replays_exactly),
         T(test_register_code),
         T(test_other_layouts_and_sizes),
+        T(test_constant_chunk_in_a_scope),
         T(test_parameters_bound_by_reference),
         T(test_input_checks),
         T(test_concurrent_replays),

@@ -319,6 +319,36 @@ static void test_tracing_inside_tracing_refused(void **state) {
     tj_generator_free(gen);
 }
 
+/* A model that replays a compiled program inside itself. */
+static tj_status replays_inside(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
+                                int n_out) {
+    (void)n_in;
+    (void)n_out;
+    tj_tensor *y = NULL;
+    tj_status st = tj_run(ctx, in, &y);
+    if (st) return st;
+    out[0] = tj_relu(y);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+static void test_replay_inside_tracing_refused(void **state) {
+    (void)state;
+    tj_generator *gen = tj_generator_new(13);
+    tj_tensor *x = randn(gen, 2, 3);
+    tj_graph *inner = tj_trace(scalar_model, NULL, &x, 1, 1, NULL);
+    tj_program *p = tj_compile(inner, NULL);
+    assert_non_null(p);
+    assert_null(tj_trace(replays_inside, p, &x, 1, 1, NULL));
+    tt_assert_error("tj_run: cannot replay a program while tracing on this thread");
+    tj_clear_error();
+    /* outside tracing the same model runs */
+    tj_tensor *y;
+    assert_int_equal(replays_inside(p, &x, 1, &y, 1), TJ_OK);
+    tj_program_free(p);
+    tj_graph_free(inner);
+    tj_generator_free(gen);
+}
+
 /* ---- host reads ------------------------------------------------------------------------ */
 
 static tj_status reads_host(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -550,6 +580,7 @@ int main(void) {
         T(test_output_not_from_trace),
         T(test_bad_arguments),
         T(test_tracing_inside_tracing_refused),
+        T(test_replay_inside_tracing_refused),
         T(test_host_reads_record_warnings),
         T(test_inplace_on_input_replays_faithfully),
         T(test_inplace_through_alias),
