@@ -151,8 +151,11 @@ enum tjc_op_id {
 /* The table, indexed by op id (parsed schemas filled on first use). */
 const tj_op_info *tjc_op(int id);
 
-/* Parses "(Tensor self, int dim=0) -> Tensor" into s. */
+/* Parses "(Tensor self, int dim=0) -> Tensor" into s (nothing to free on
+ * failure). The table's schemas live as long as the process; others are
+ * freed with tjc_schema_free. */
 tj_status tjc_parse_schema(const char *text, tj_schema *s);
+void tjc_schema_free(tj_schema *s);
 
 /* The schema of an in-place form, derived from its base's (malloc'd). */
 char *tjc_inplace_schema_text(const char *base);

@@ -9,6 +9,80 @@
 #include <stdint.h>
 #include <tgmath.h>
 
+/* ---- f32 exp, log and tanh that vectorise ---------------------------------
+ * Range reduction plus a polynomial, with no branches and no library calls, so
+ * a loop over them becomes SIMD code, and the same arithmetic (ISO C: no
+ * contraction into FMA) in scalar, strided and vector paths gives the same
+ * bits. Coefficients are Cephes's minimax fits. Accuracy against libm in
+ * double, measured over every 193rd float by tests/test_math.c: see
+ * docs/performance.md. f64 uses libm. */
+
+static inline float tjm_f32_from_bits(uint32_t u) {
+    union { uint32_t u; float f; } v = {u};
+    return v.f;
+}
+static inline uint32_t tjm_f32_bits(float f) {
+    union { float f; uint32_t u; } v = {f};
+    return v.u;
+}
+/* 2^n for n in [-126, 127] */
+static inline float tjm_pow2i(int n) { return tjm_f32_from_bits((uint32_t)(n + 127) << 23); }
+
+static inline float tjm_expf(float x) {
+    bool nan = x != x;
+    float xc = nan ? 0.0f : x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+    /* n = round(x / ln 2): adding and subtracting 1.5 * 2^23 rounds to nearest */
+    float fn = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    int n = (int)fn;
+    float r = xc - fn * 0.693359375f; /* ln 2 in two parts (Cody and Waite) */
+    r = r - fn * -2.12194440e-4f;
+    float z = r * r;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int n1 = n / 2; /* two factors so that 2^n reaches denormals and overflows to inf */
+    float res = p * tjm_pow2i(n1) * tjm_pow2i(n - n1);
+    return nan ? x : res;
+}
+
+static inline float tjm_logf(float x) {
+    bool tiny = x < 1.17549435e-38f; /* denormals: scale into the normal range first */
+    uint32_t u = tjm_f32_bits(tiny ? x * 33554432.0f : x);
+    int e = (int)((u >> 23) & 0xff) - 127 - (tiny ? 25 : 0);
+    float m = tjm_f32_from_bits((u & 0x007fffffu) | 0x3f800000u); /* [1, 2) */
+    bool big = m > 1.41421356237f;                                 /* -> [sqrt(1/2), sqrt(2)) */
+    m = big ? m * 0.5f : m;
+    e += big;
+    float f = m - 1.0f, z = f * f, fe = (float)e;
+    float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f -
+                    1.2420140846e-1f) * f + 1.4249322787e-1f) * f - 1.6668057665e-1f) * f +
+                 2.0000714765e-1f) * f - 2.4999993993e-1f) * f + 3.3333331174e-1f) * f * z;
+    y += -2.12194440e-4f * fe;
+    y += -0.5f * z;
+    float r = f + y + 0.693359375f * fe;
+    r = x == 0.0f ? -__builtin_inff() : r;
+    r = x < 0.0f ? __builtin_nanf("") : r;
+    r = x == __builtin_inff() ? x : r;
+    return x != x ? x : r;
+}
+
+static inline float tjm_tanhf(float x) {
+    float ax = x < 0.0f ? -x : x, z = x * x;
+    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float big = 1.0f - 2.0f / (tjm_expf(2.0f * ax) + 1.0f);
+    big = x < 0.0f ? -big : big;
+    small = x == 0.0f ? x : small; /* keeps the sign of -0 */
+    return ax < 0.625f ? small : big; /* NaN takes the second path and stays NaN */
+}
+
+static inline double tjm_exp_d(double x) { return exp(x); }
+static inline double tjm_log_d(double x) { return log(x); }
+static inline double tjm_tanh_d(double x) { return tanh(x); }
+#define tjm_exp(x) _Generic((x), float: tjm_expf, default: tjm_exp_d)(x)
+#define tjm_log(x) _Generic((x), float: tjm_logf, default: tjm_log_d)(x)
+#define tjm_tanh(x) _Generic((x), float: tjm_tanhf, default: tjm_tanh_d)(x)
+
 #define TJM_GENERIC(name, x) \
     _Generic((x), float: name##_f, double: name##_d, int64_t: name##_i, bool: name##_b)
 
@@ -101,7 +175,7 @@ static inline float tjm_gelu_erf_f(float x) { return 0.5f * x * (1.0f + erf(x * 
 static inline double tjm_gelu_erf_d(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
 #define tjm_gelu_erf(x) _Generic((x), float: tjm_gelu_erf_f, default: tjm_gelu_erf_d)(x)
 static inline float tjm_gelu_tanh_f(float x) {
-    return 0.5f * x * (1.0f + tanh(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + tjm_tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
 }
 static inline double tjm_gelu_tanh_d(double x) {
     return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x)));

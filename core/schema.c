@@ -213,7 +213,29 @@ static tj_status parse_returns(cursor *c, tj_schema *s) {
     return TJ_OK;
 }
 
+void tjc_schema_free(tj_schema *s) {
+    for (int k = 0; k < s->n_args && k < TJ_MAX_ARGS; k++) {
+        tj_arg *a = &s->args[k];
+        free((char *)a->name);
+        free((char *)a->choices);
+        if (a->has_default && a->type == TJ_ARG_STR) free((char *)a->def.s);
+        if (a->has_default && a->type == TJ_ARG_INTS) free((int64_t *)a->def.ints.data);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+static tj_status parse(const char *text, tj_schema *s);
+
 tj_status tjc_parse_schema(const char *text, tj_schema *s) {
+    tj_status st = parse(text, s);
+    if (st) { /* the argument being parsed when it failed counts too */
+        if (s->n_args < TJ_MAX_ARGS) s->n_args++;
+        tjc_schema_free(s);
+    }
+    return st;
+}
+
+static tj_status parse(const char *text, tj_schema *s) {
     memset(s, 0, sizeof *s);
     cursor c = {text, text};
     if (!eat(&c, "(")) return fail(&c, "'('");

@@ -82,14 +82,17 @@ static void schema_grammar(void **state) {
     assert_string_equal(s.args[8].def.s, "tanh");
     assert_int_equal(s.args[9].def.dtype, TJ_F64);
     assert_int_equal(s.args[10].type, TJ_ARG_GENERATOR);
+    tjc_schema_free(&s);
 
     assert_int_equal(tjc_parse_schema("(Tensor(a) self, int chunks) -> Tensor(a)[]", &s), TJ_OK);
     assert_int_equal(s.n_outputs, -1);
     assert_true(s.aliases_self);
+    tjc_schema_free(&s);
     assert_int_equal(tjc_parse_schema("(Tensor x, Tensor(b!)? running) -> Tensor", &s), TJ_OK);
     assert_true(s.mutates_inputs);
     assert_false(s.mutates_self);
     assert_true(s.args[1].mutated);
+    tjc_schema_free(&s);
 
     const char *bad[] = {"Tensor self -> Tensor", "(Tensor self) Tensor", "(Tensor self) -> Int",
                          "(Tnesor self) -> Tensor", "(Tensor self, int x=abc) -> Tensor",
