@@ -127,6 +127,18 @@ static void test_register_code(void **state) {
     assert_true(n_regs > 0);
     assert_true(n_regs < n_values); /* registers are reused */
     free(code);
+    /* without passes, the code follows the traced graph node for node: 13
+     * calls for the cell's 23 values in fewer registers */
+    tj_compile_options opts = {.passes = ""};
+    tj_program *plain = tj_compile(f.graph, &opts);
+    assert_non_null(plain);
+    code = tj_program_code_to_string(plain);
+    assert_int_equal(count_lines(code), 2 + 13 + 1);
+    assert_non_null(strstr(code, "call aten::chunk("));
+    assert_int_equal(sscanf(code, "registers: %d", &n_regs), 1);
+    assert_true(n_regs < 7 + 16);
+    free(code);
+    tj_program_free(plain);
     assert_null(tj_program_code_to_string(NULL));
     tj_scope_end();
     fixture_free(&f);
