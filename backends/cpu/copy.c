@@ -1,5 +1,7 @@
 /* copy.c — copies with broadcasting and dtype conversion: copy_, clone,
  * to_dtype, and the conversions other kernels need. */
+#include <string.h>
+
 #include "cpu.h"
 
 static inline float to_f32(double v) { return (float)v; }
@@ -78,3 +80,9 @@ tj_status tjcpu_copy_kernel(const tjc_call *c) {
 }
 
 tjcpu_loop_fn tjcpu_convert_loop(tj_dtype to, tj_dtype from) { return conv[to][from]; }
+
+tj_status tjcpu_zeros_kernel(const tjc_call *c) {
+    tj_tensor *out = c->out[0]; /* fresh and contiguous */
+    memset(tjc_data_ptr(out), 0, (size_t)tjc_numel(out->sizes, out->ndim) * tj_dtype_size(out->dtype));
+    return TJ_OK;
+}

@@ -34,6 +34,27 @@ tj_status tj_pass_peephole(tj_graph *g);      /* local rewrites: x*1, x+0, t(t(x
 tj_status tj_pass_canonicalize(tj_graph *g);  /* a deterministic order of independent nodes */
 tj_status tj_pass_fuse(tj_graph *g);          /* pointwise chains (with chunk) into prim::FusionGroup */
 
+/* ---- autodiff (docs/autodiff.md) ------------------------------------------------ */
+
+/* PyTorch's Gradient layout. forward is the graph with the values backward
+ * reads appended as outputs (after its own n_outputs); backward's inputs are a
+ * gradient per forward output (of n_outputs), then the n_saved saved values;
+ * its outputs are the gradients of the inputs grad_of[0..n_grads). */
+typedef struct tj_gradient {
+    tj_graph *forward, *backward;
+    int n_outputs, n_saved, n_grads;
+    int *grad_of;
+} tj_gradient;
+
+/* Differentiates g with respect to its inputs i where wrt[i] (floating-point
+ * tensors). Fusion groups cannot be differentiated: differentiate first. */
+tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out);
+void tj_gradient_free(tj_gradient *gr);
+/* Forward and backward in one graph: inputs are g's inputs then a gradient per
+ * output; outputs are the gradients of the inputs where wrt[i]. Differentiate
+ * it again for second derivatives. NULL on error. */
+tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,246 @@
+/* autodiff.c — deriving backward graphs (docs/autodiff.md).
+ *
+ * tj_autodiff splits a graph into PyTorch's Gradient layout:
+ *   forward:  the graph, with the values backward needs appended as outputs
+ *   backward: inputs  = a gradient per forward output, then the saved values
+ *             outputs = the gradients of the inputs asked for
+ * Values that need gradients are found forwards from the inputs asked for;
+ * then the nodes are visited backwards and each one's rule (grad.h) appends
+ * to the backward graph. A forward value becomes saved only when a rule reads
+ * it, so saved values are exactly the ones backward reads. Ops whose rule
+ * says they have no gradient stop gradients; an op that lists no rule at all
+ * on a path that needs gradients is an error naming it.
+ *
+ * tj_grad_graph wires the two into one graph (inputs: the graph's, then a
+ * gradient per output; outputs: the gradients asked for), which is an
+ * ordinary graph: differentiating it again gives second derivatives.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ptrmap.h"
+#include "grad.h"
+#include "tjit/passes.h"
+
+typedef struct diff {
+    tj_graph *fwd, *bwd;
+    tjg_graph_emitter emit;
+    tjc_ptrmap needs;   /* fwd value -> 1 when it needs a gradient */
+    tjc_ptrmap grad;    /* fwd value -> its gradient so far, a bwd value */
+    tjc_ptrmap saved;   /* fwd value -> the bwd input standing for it */
+    tj_value **saved_list;
+    int n_saved, cap_saved;
+    tj_node *node;      /* the forward node whose rule runs */
+} diff;
+
+static bool float_tensor(const tj_value *v) {
+    const tj_type *t = tj_value_type(v);
+    return t->kind == TJ_TYPE_TENSOR && (t->dtype == TJ_F32 || t->dtype == TJ_F64);
+}
+
+/* The bwd value standing for fwd value v, saving v on first use. */
+static tj_value *saved(diff *d, tj_value *v) {
+    tj_value *s = tjc_ptrmap_get(&d->saved, v);
+    if (s) return s;
+    if (tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE) return NULL;
+    if (d->n_saved == d->cap_saved) {
+        int cap = d->cap_saved ? 2 * d->cap_saved : 16;
+        tj_value **grown = realloc(d->saved_list, sizeof *grown * (size_t)cap);
+        if (!grown) return NULL;
+        d->saved_list = grown;
+        d->cap_saved = cap;
+    }
+    s = tj_graph_add_input(d->bwd, tj_value_type(v), NULL);
+    if (!s || !tjc_ptrmap_put(&d->saved, v, s)) return NULL;
+    d->saved_list[d->n_saved++] = v;
+    return s;
+}
+
+static tjg_val rule_input(tjg_ctx *c, int i) {
+    diff *d = c->driver;
+    tj_value *v = tj_node_input(d->node, i);
+    if (tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE) return NULL;
+    tj_value *s = saved(d, v);
+    if (!s) c->status = tjc_last_or(TJ_ERR_MEMORY, "autodiff: out of memory");
+    return s;
+}
+
+static tjg_val rule_output(tjg_ctx *c, int i) {
+    diff *d = c->driver;
+    tj_value *s = saved(d, tj_node_output(d->node, i));
+    if (!s) c->status = tjc_last_or(TJ_ERR_MEMORY, "autodiff: out of memory");
+    return s;
+}
+
+static bool needs(const diff *d, const tj_value *v) { return tjc_ptrmap_has(&d->needs, v); }
+
+/* Adds g to v's gradient. */
+static tj_status accumulate(diff *d, tjg_ctx *c, tj_value *v, tj_value *g) {
+    tj_value *old = tjc_ptrmap_get(&d->grad, v);
+    tj_value *sum = old ? tjg_add(c, old, g) : g;
+    if (!sum) return c->status ? c->status : TJ_ERR_INTERNAL;
+    return tjc_ptrmap_put(&d->grad, v, sum) ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
+}
+
+static tj_status mark_needs(diff *d, const bool *wrt) {
+    tj_graph *g = d->fwd;
+    for (int i = 0; i < tj_graph_num_inputs(g); i++)
+        if (wrt[i]) {
+            tj_value *v = tj_graph_input(g, i);
+            if (!float_tensor(v))
+                return tjc_error(TJ_ERR_DTYPE, "autodiff: input %d is not a floating-point tensor, "
+                                 "so it has no gradient", i);
+            tjc_ptrmap_put(&d->needs, v, (void *)1);
+        }
+    for (tj_node *n = tj_block_first(tj_graph_block(g)); n; n = tj_node_next(n)) {
+        bool any = false;
+        for (int i = 0; i < tj_node_num_inputs(n); i++) any |= needs(d, tj_node_input(n, i));
+        if (!any) continue;
+        const tj_op_info *op = tj_node_op(n);
+        if (!op)
+            return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: node %%%d (%s) cannot be differentiated; "
+                             "differentiate before fusion", tj_node_id(n), tj_node_name(n));
+        const tjg_rule_entry *e = tjg_rule_for(op);
+        if (!e)
+            return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) has no derivative rule",
+                             op->name, tj_node_id(n));
+        if (!e->rule) continue; /* no gradient flows through it */
+        if (op->schema.mutates_self)
+            return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into a "
+                             "value that needs a gradient; use its out-of-place form",
+                             op->name, tj_node_id(n));
+        for (int o = 0; o < tj_node_num_outputs(n); o++)
+            if (float_tensor(tj_node_output(n, o))) tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1);
+    }
+    return TJ_OK;
+}
+
+static tj_status run_rule(diff *d, tj_node *n) {
+    const tj_op_info *op = tj_node_op(n);
+    const tjg_rule_entry *e = tjg_rule_for(op);
+    int n_in = tj_node_num_inputs(n), n_out = tj_node_num_outputs(n);
+    tjg_val grad_out[64], grad_in[64];
+    bool want[64];
+    if (n_in > 64 || n_out > 64)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s has too many operands", op->name);
+    bool any_out = false, any_in = false;
+    for (int o = 0; o < n_out; o++) any_out |= (grad_out[o] = tjc_ptrmap_get(&d->grad, tj_node_output(n, o))) != NULL;
+    for (int i = 0; i < n_in; i++) any_in |= (want[i] = needs(d, tj_node_input(n, i)));
+    if (!any_out || !any_in || !e || !e->rule) return TJ_OK;
+    d->node = n;
+    tjg_ctx c = {.e = &d->emit.base, .op = op, .attrs = tj_node_attrs(n), .n_in = n_in,
+                 .n_out = n_out, .grad_out = grad_out, .needs = want, .grad_in = grad_in,
+                 .input_fn = rule_input, .output_fn = rule_output, .driver = d};
+    memset(grad_in, 0, sizeof(tjg_val) * (size_t)n_in);
+    tj_status st = e->rule(&c);
+    if (!st) st = c.status;
+    for (int i = 0; !st && i < n_in; i++)
+        if (want[i] && grad_in[i]) st = accumulate(d, &c, tj_node_input(n, i), grad_in[i]);
+    if (st && !tj_last_status()) tjc_error(st, "autodiff: the rule of %s failed", op->name);
+    return st;
+}
+
+void tj_gradient_free(tj_gradient *gr) {
+    if (!gr) return;
+    tj_graph_free(gr->forward);
+    tj_graph_free(gr->backward);
+    free(gr->grad_of);
+    memset(gr, 0, sizeof *gr);
+}
+
+static void diff_free(diff *d) {
+    tjc_ptrmap_free(&d->needs);
+    tjc_ptrmap_free(&d->grad);
+    tjc_ptrmap_free(&d->saved);
+    free(d->saved_list);
+}
+
+tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
+    memset(out, 0, sizeof *out);
+    if (!g || !wrt) return tjc_error(TJ_ERR_ARG, "tj_autodiff: NULL argument");
+    diff d = {0};
+    tjc_ptrmap_init(&d.needs);
+    tjc_ptrmap_init(&d.grad);
+    tjc_ptrmap_init(&d.saved);
+    d.fwd = tj_graph_clone(g, NULL);
+    d.bwd = tj_graph_new();
+    tj_status st = d.fwd && d.bwd ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "tj_autodiff: out of memory");
+    for (int i = 0; !st && i < tj_graph_num_inputs(g); i++)
+        if (tj_graph_input_binding(g, i)) st = tj_graph_bind_input(d.fwd, i, tj_graph_input_binding(g, i));
+    if (!st) st = mark_needs(&d, wrt);
+    tjg_graph_emitter_init(&d.emit, d.bwd);
+    int n_outputs = d.fwd ? tj_graph_num_outputs(d.fwd) : 0;
+    /* one gradient input per forward output; the ones that need none are unused */
+    tjg_ctx seed = {.e = &d.emit.base, .op = tjc_op(TJ_OP_add)};
+    for (int o = 0; !st && o < n_outputs; o++) {
+        tj_value *v = tj_graph_output(d.fwd, o);
+        tj_value *gin = tj_graph_add_input(d.bwd, tj_value_type(v), NULL);
+        if (!gin) st = tj_last_status();
+        else if (needs(&d, v)) st = accumulate(&d, &seed, v, gin);
+    }
+    for (tj_node *n = d.fwd ? tj_block_last(tj_graph_block(d.fwd)) : NULL; !st && n; n = tj_node_prev(n))
+        if (tj_node_kind_of(n) == TJ_NODE_OP) st = run_rule(&d, n);
+    /* the gradients asked for; zeros where no path reaches an input */
+    int n_grads = 0;
+    int n_in = d.fwd ? tj_graph_num_inputs(d.fwd) : 0;
+    out->grad_of = calloc((size_t)(n_in ? n_in : 1), sizeof(int));
+    if (!st && !out->grad_of) st = tjc_error(TJ_ERR_MEMORY, "tj_autodiff: out of memory");
+    for (int i = 0; !st && i < n_in; i++) {
+        if (!wrt[i]) continue;
+        tj_value *x = tj_graph_input(d.fwd, i);
+        tj_value *gx = tjc_ptrmap_get(&d.grad, x);
+        tjg_ctx zc = {.e = &d.emit.base, .op = tjc_op(TJ_OP_zeros_like)};
+        if (!gx) gx = tjg_zeros_like(&zc, saved(&d, x));
+        st = gx ? tj_graph_add_output(d.bwd, gx) : (zc.status ? zc.status : tj_last_status());
+        out->grad_of[n_grads++] = i;
+    }
+    for (int s = 0; !st && s < d.n_saved; s++) st = tj_graph_add_output(d.fwd, d.saved_list[s]);
+    if (!st) {
+        out->forward = d.fwd;
+        out->backward = d.bwd;
+        out->n_outputs = n_outputs;
+        out->n_saved = d.n_saved;
+        out->n_grads = n_grads;
+    } else {
+        tj_graph_free(d.fwd);
+        tj_graph_free(d.bwd);
+        free(out->grad_of);
+        out->grad_of = NULL;
+    }
+    diff_free(&d);
+    return st;
+}
+
+tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt) {
+    tj_gradient gr;
+    if (tj_autodiff(g, wrt, &gr) != TJ_OK) return NULL;
+    tj_graph *out = tj_graph_new();
+    int n_in = tj_graph_num_inputs(g), n_out = gr.n_outputs;
+    tj_value **fin = calloc((size_t)(n_in + 1), sizeof *fin);
+    tj_value **fout = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *fout);
+    tj_value **bin = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *bin);
+    tj_value **bout = calloc((size_t)(gr.n_grads + 1), sizeof *bout);
+    tj_status st = out && fin && fout && bin && bout ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
+    for (int i = 0; !st && i < n_in; i++) {
+        tj_value *gi = tj_graph_input(g, i);
+        if (!(fin[i] = tj_graph_add_input(out, tj_value_type(gi), tj_value_name(gi)))) st = tj_last_status();
+        else if (tj_graph_input_binding(g, i)) st = tj_graph_bind_input(out, i, tj_graph_input_binding(g, i));
+    }
+    for (int o = 0; !st && o < n_out; o++) /* one gradient per output */
+        if (!(bin[o] = tj_graph_add_input(out, tj_value_type(tj_graph_output(g, o)), NULL))) st = tj_last_status();
+    tj_node *end = out ? tj_block_return(tj_graph_block(out)) : NULL;
+    if (!st) st = tj_graph_insert_before(end, gr.forward, fin, fout);
+    for (int s = 0; !st && s < gr.n_saved; s++) bin[n_out + s] = fout[n_out + s];
+    if (!st) st = tj_graph_insert_before(end, gr.backward, bin, bout);
+    for (int k = 0; !st && k < gr.n_grads; k++) st = tj_graph_add_output(out, bout[k]);
+    free(fin);
+    free(fout);
+    free(bin);
+    free(bout);
+    tj_gradient_free(&gr);
+    if (st) {
+        tj_graph_free(out);
+        return NULL;
+    }
+    return out;
+}

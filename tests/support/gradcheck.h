@@ -1,0 +1,28 @@
+/* gradcheck.h — finite-difference checks of derived gradients, in f64.
+ * tt_gradcheck_graph compares tj_grad_graph(g) with central differences of
+ * running g; applied to a gradient graph it checks second derivatives. The op
+ * helpers build a one-node graph by tracing a single call. */
+#ifndef TJIT_GRADCHECK_H
+#define TJIT_GRADCHECK_H
+
+#include "tests/support/testing.h"
+
+/* Fails the test naming label, the input and the element when the gradient
+ * of sum_o <g(x)_o, v_o> (v random) differs from the finite difference by
+ * more than atol + rtol |numeric|. inputs: one per graph input. */
+void tt_gradcheck_graph(const tj_graph *g, tj_tensor *const *inputs, const bool *wrt, double atol,
+                        double rtol, const char *label);
+
+/* A graph of one call of op on tensors like inputs (NULL for an absent
+ * optional) with attrs (NULL: the schema's defaults). NULL with a message
+ * when the call itself fails. */
+tj_graph *tt_op_graph(const tj_op_info *op, tj_tensor *const *inputs, int n_in, const tj_attr *attrs);
+
+/* First and second order checks of op's derivative at inputs (f64), for the
+ * floating-point inputs where wrt is true (NULL: all of them). */
+void tt_gradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in, const tj_attr *attrs,
+                     const bool *wrt, const char *label);
+void tt_gradgradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                         const tj_attr *attrs, const bool *wrt, const char *label);
+
+#endif
