@@ -9,6 +9,9 @@
  *    (a compile-time result is kept in the program for its whole life);
  *  - one of its results may be written in place later (its alias class is
  *    mutated): a constant is shared by every replay and must not change;
+ *  - one of its constants is written in place somewhere (a hand-written
+ *    graph may do that): its value at compile time need not be the one the
+ *    node reads at run time;
  *  - the op fails on those constants: it is kept, to fail at run time with
  *    its own message.
  * Results that are not contiguous become contiguous copies, so that the
@@ -40,6 +43,9 @@ static bool foldable(tjp_alias *al, const tj_node *n) {
         const tj_node *d = tj_value_node(tj_node_input(n, i));
         if (tj_node_kind_of(d) == TJ_NODE_NONE) continue;
         if (tj_node_kind_of(d) != TJ_NODE_CONSTANT || !tj_node_tensor(d)) return false;
+        /* a constant this walk made is unknown to the analysis, and unwritten */
+        const tj_value *c = tj_node_input(n, i);
+        if (tjp_alias_class(al, c) >= 0 && (tjp_alias_flags(al, c) & TJP_ALIAS_MUTATED)) return false;
         tensors++;
     }
     if (!tensors) return false;
