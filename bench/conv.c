@@ -2,7 +2,8 @@
  * and padding 1, at 1 and 2 threads, in GFLOP/s (2 * N * Cout * Ho * Wo * Cin *
  * 9 flops) beside cblas_sgemm running the same GEMMs directly (8 products of
  * [64 x 576] @ [576 x 3136], what im2col + GEMM reduces the conv to), and the
- * two backward ops for reference. Medians over repetitions after warm-up.
+ * two backward ops for reference. Medians over repetitions after warm-up, and
+ * the best time's rate, which a busy machine disturbs less.
  * Usage: bench_conv [reps-scale]. */
 #include <cblas.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Sorts v; returns its median (v[0] is then the best time). */
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -82,23 +84,29 @@ int main(int argc, char **argv) {
     double flop = 2.0 * N * O * H * W * (double)C * K * K;
     printf("conv2d f32, input [8, 64, 56, 56], weight [64, 64, 3, 3], padding 1 (%.2f GFLOP per call)\n",
            flop * 1e-9);
-    printf("%-24s %7s %10s %10s\n", "", "threads", "ms", "GFLOP/s");
+    printf("%-24s %7s %10s %10s %10s\n", "", "threads", "ms", "GFLOP/s", "best GF/s");
     double *t[N_RUNS];
     for (int k = 0; k < N_RUNS; k++) t[k] = malloc(sizeof(double) * (size_t)reps);
     const int threads[] = {1, 2};
     for (int ti = 0; ti < 2; ti++) {
         tj_set_num_threads(threads[ti]);
         openblas_set_num_threads(threads[ti]);
-        /* interleaved, so that drift in machine load hits every row alike */
-        for (int r = -2; r < reps; r++)
-            for (int k = 0; k < N_RUNS; k++) {
+        /* every row in every repetition, starting at a random one, so that
+         * neither load drift nor the scheduler's time slices favour a row */
+        unsigned rng = 12345u;
+        for (int r = -2; r < reps; r++) {
+            rng = rng * 1103515245u + 12345u;
+            for (int j = 0; j < N_RUNS; j++) {
+                int k = (int)((j + (rng >> 16)) % N_RUNS);
                 double t0 = now();
                 if (run((run_kind)k, &c)) return 1;
                 if (r >= 0) t[k][r] = now() - t0;
             }
+        }
         for (int k = 0; k < N_RUNS; k++) {
             double m = median(t[k], reps);
-            printf("%-24s %7d %10.2f %10.1f\n", names[k], threads[ti], m * 1e3, flop / m * 1e-9);
+            printf("%-24s %7d %10.2f %10.1f %10.1f\n", names[k], threads[ti], m * 1e3,
+                   flop / m * 1e-9, flop / t[k][0] * 1e-9);
         }
         fflush(stdout);
     }
