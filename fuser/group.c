@@ -140,7 +140,7 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
             int dim;
             tj_status st = tjc_wrap_dim("prim::ConstantChunk", n->dim, s.ndim, &dim);
             if (st) return st;
-            if (s.ndim == 0 || s.sizes[dim] % n->chunks != 0)
+            if (s.ndim == 0 || n->chunks <= 0 || s.sizes[dim] % n->chunks != 0)
                 return tjc_error(TJ_ERR_SHAPE, "prim::ConstantChunk: size %lld of dim %d does not "
                                  "split into %lld equal chunks", s.ndim ? (long long)s.sizes[dim] : 0LL,
                                  dim, (long long)n->chunks);

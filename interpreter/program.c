@@ -5,20 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "code.h"
-
-struct tj_program {
-    tj_graph *graph;  /* the copy the code points into */
-    tji_code code;
-    int n_user;       /* unbound inputs, which tj_run receives */
-    int *user_input;  /* graph input index of each */
-    tj_tensor **bound; /* by graph input: the parameter, or NULL */
-    int n_graph_inputs;
-    tj_compile_options opts;
-};
+#include "program.h"
 
 void tj_program_free(tj_program *p) {
     if (!p) return;
+    tji_training_free(p);
     tji_code_free(&p->code);
     for (int i = 0; p->bound && i < p->n_graph_inputs; i++) tj_release(p->bound[i]);
     free(p->bound);
@@ -30,6 +21,11 @@ void tj_program_free(tj_program *p) {
 tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
     if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_compile: graph is NULL"), NULL;
     if (tj_graph_verify(g) != TJ_OK) return NULL;
+    if (opts && (opts->requires_grad || opts->grad_parameters)) return tji_compile_training(g, opts);
+    return tji_compile_plain(g, opts);
+}
+
+tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts) {
     tj_program *p = calloc(1, sizeof *p);
     if (!p) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
     if (opts) p->opts = *opts;
@@ -70,7 +66,9 @@ tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
 }
 
 int tj_program_num_inputs(const tj_program *p) { return p ? p->n_user : -1; }
-int tj_program_num_outputs(const tj_program *p) { return p ? p->code.n_outputs : -1; }
+int tj_program_num_outputs(const tj_program *p) {
+    return p ? (p->backward ? p->n_user_outputs : p->code.n_outputs) : -1;
+}
 const tj_graph *tj_program_graph(const tj_program *p) { return p ? p->graph : NULL; }
 char *tj_program_code_to_string(const tj_program *p) { return p ? tji_code_to_string(&p->code) : NULL; }
 
@@ -124,16 +122,25 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
     tj_tensor **in = n_in <= SMALL ? in_small : malloc(sizeof(tj_tensor *) * (size_t)n_in);
     tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
                                                 : calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
+    /* a program that differentiates also returns the saved values: they go
+     * to its tape for tj_backward, not to the caller */
+    tj_tensor **all = p->backward ? calloc((size_t)p->code.n_outputs, sizeof(tj_tensor *)) : outputs;
+    int n_user_out = p->backward ? p->n_user_outputs : p->code.n_outputs;
     tj_status st = TJ_OK;
-    if (!in || !frame) {
+    if (!in || !frame || !all) {
         st = tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
     } else {
         for (int i = 0; i < n_in; i++) in[i] = p->bound[i];
         for (int k = 0; k < p->n_user; k++) in[p->user_input[k]] = inputs[k];
-        st = tji_execute(&p->code, in, frame, outputs);
+        st = tji_execute(&p->code, in, frame, all);
+        if (st == TJ_OK && p->backward) {
+            for (int i = 0; i < n_user_out; i++) outputs[i] = all[i];
+            tji_tape_store((tj_program *)p, all + n_user_out, p->code.n_outputs - n_user_out);
+        }
         if (st == TJ_OK)
-            for (int i = 0; i < p->code.n_outputs; i++) tjc_scope_track(outputs[i]);
+            for (int i = 0; i < n_user_out; i++) tjc_scope_track(outputs[i]);
     }
+    if (all != outputs) free(all);
     if (in != in_small) free(in);
     if (frame != frame_small) free(frame);
     return st;

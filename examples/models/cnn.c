@@ -83,5 +83,13 @@ static tj_status cnn_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) {
     return inputs[0] ? TJ_OK : tj_last_status();
 }
 
+/* the trainable ones: running statistics are updated by batch_norm itself */
+static int cnn_parameters(void *ctx, tj_tensor **out, int cap) {
+    cnn *m = ctx;
+    tj_tensor *all[10] = {m->conv_w[0], m->conv_b[0], m->bn_w[0], m->bn_b[0], m->conv_w[1],
+                          m->conv_b[1], m->bn_w[1], m->bn_b[1], m->fc_w, m->fc_b};
+    return tjx_collect(all, 10, out, cap);
+}
+
 const tjx_model tjx_cnn = {"cnn", "(conv3x3-batch_norm-relu-max_pool)x2, linear; batch 8, 3x32x32",
-                           1, 1, cnn_create, cnn_destroy, cnn_forward, cnn_inputs};
+                           1, 1, cnn_create, cnn_destroy, cnn_forward, cnn_inputs, cnn_parameters};

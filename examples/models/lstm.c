@@ -60,12 +60,18 @@ static lstm *lstm_new(tj_generator *gen, tjx_lstm_sizes sizes) {
 /* One step: x [batch, in], h and c [batch, hidden] -> h', c'. Inside a scope. */
 static tj_status cell(const layer *L, tj_tensor *x, tj_tensor *h, tj_tensor *c, tj_tensor **h_out,
                       tj_tensor **c_out) {
-    tj_tensor *gates = tj_add(tj_linear(x, L->w_ih, L->b_ih), tj_linear(h, L->w_hh, L->b_hh), 1.0);
+    /* named steps: C leaves the order of a call's arguments open, and the
+     * trace (and its golden IR) should not depend on the compiler */
+    tj_tensor *from_x = tj_linear(x, L->w_ih, L->b_ih);
+    tj_tensor *from_h = tj_linear(h, L->w_hh, L->b_hh);
+    tj_tensor *gates = tj_add(from_x, from_h, 1.0);
     tj_tensor *g[4];
     if (tj_chunk(gates, 4, 1, g, 4) != 4) return tj_last_status();
     tj_tensor *in_gate = tj_sigmoid(g[0]), *forget = tj_sigmoid(g[1]), *cand = tj_tanh(g[2]),
               *out_gate = tj_sigmoid(g[3]);
-    *c_out = tj_add(tj_mul(forget, c), tj_mul(in_gate, cand), 1.0);
+    tj_tensor *kept = tj_mul(forget, c);
+    tj_tensor *added = tj_mul(in_gate, cand);
+    *c_out = tj_add(kept, added, 1.0);
     *h_out = tj_mul(out_gate, tj_tanh(*c_out));
     return *h_out ? TJ_OK : tj_last_status();
 }
@@ -144,7 +150,21 @@ static tj_status seq_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) {
     return inputs[0] ? TJ_OK : tj_last_status();
 }
 
+static int lstm_parameters(void *ctx, tj_tensor **out, int cap) {
+    lstm *m = ctx;
+    tj_tensor *all[16];
+    int n = 0;
+    for (int l = 0; l < m->sizes.layers; l++) {
+        all[n++] = m->layers[l].w_ih;
+        all[n++] = m->layers[l].w_hh;
+        all[n++] = m->layers[l].b_ih;
+        all[n++] = m->layers[l].b_hh;
+    }
+    return tjx_collect(all, n, out, cap);
+}
+
 const tjx_model tjx_lstm_cell = {"lstm_cell", "LSTM cell: batch 64, input 512, hidden 512", 3, 2,
-                                 cell_create, lstm_destroy, cell_forward, cell_inputs};
+                                 cell_create, lstm_destroy, cell_forward, cell_inputs,
+                                 lstm_parameters};
 const tjx_model tjx_lstm = {"lstm", "2-layer LSTM over 8 steps: batch 4, input 32, hidden 64", 1, 1,
-                            seq_create, lstm_destroy, seq_forward, seq_inputs};
+                            seq_create, lstm_destroy, seq_forward, seq_inputs, lstm_parameters};

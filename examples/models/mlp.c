@@ -57,5 +57,11 @@ static tj_status mlp_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) {
     return inputs[0] ? TJ_OK : tj_last_status();
 }
 
+static int mlp_parameters(void *ctx, tj_tensor **out, int cap) {
+    mlp *m = ctx;
+    tj_tensor *all[6] = {m->w[0], m->b[0], m->w[1], m->b[1], m->w[2], m->b[2]};
+    return tjx_collect(all, 6, out, cap);
+}
+
 const tjx_model tjx_mlp = {"mlp", "784-256-256-10 perceptron, relu, log_softmax (batch 64)", 1, 1,
-                           mlp_create, mlp_destroy, mlp_forward, mlp_inputs};
+                           mlp_create, mlp_destroy, mlp_forward, mlp_inputs, mlp_parameters};

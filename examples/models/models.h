@@ -16,6 +16,9 @@ typedef struct tjx_model {
     tj_model_fn forward;
     /* Example inputs (n_in new references), from gen. */
     tj_status (*make_inputs)(void *params, tj_generator *gen, tj_tensor **inputs);
+    /* The parameters (borrowed), for optimisers: fills out (at most cap) and
+     * returns how many there are. */
+    int (*parameters)(void *params, tj_tensor **out, int cap);
 } tjx_model;
 
 extern const tjx_model tjx_mlp, tjx_lstm_cell, tjx_lstm, tjx_cnn, tjx_transformer;
@@ -29,6 +32,8 @@ tj_tensor *tjx_param(tj_generator *gen, const char *name, const int64_t *sizes, 
                      double scale);
 /* The same sizes filled with value, named. */
 tj_tensor *tjx_param_fill(const char *name, const int64_t *sizes, int ndim, double value);
+/* Copies up to cap of all[0..n) into out; returns n (for parameters()). */
+int tjx_collect(tj_tensor *const *all, int n, tj_tensor **out, int cap);
 
 /* The LSTM cell's sizes: the model functions read them from their params. */
 typedef struct tjx_lstm_sizes {

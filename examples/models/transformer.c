@@ -77,6 +77,10 @@ static tj_status block_forward(void *ctx, tj_tensor *const *in, int n_in, tj_ten
     return out[0] ? TJ_OK : (st ? st : tj_last_status());
 }
 
+static int block_parameters(void *ctx, tj_tensor **out, int cap) {
+    return tjx_collect(&((block *)ctx)->qkv_w, 12, out, cap);
+}
+
 static tj_status block_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) {
     (void)ctx;
     int64_t sz[3] = {1, SEQ, WIDTH};
@@ -87,4 +91,5 @@ static tj_status block_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) 
 const tjx_model tjx_transformer = {"transformer",
                                    "encoder block: 4-head self-attention, layer_norm, gelu MLP; "
                                    "sequence 128, width 256",
-                                   1, 1, block_create, block_destroy, block_forward, block_inputs};
+                                   1, 1, block_create, block_destroy, block_forward, block_inputs,
+                                   block_parameters};

@@ -61,6 +61,11 @@ typedef struct tj_compile_options {
     /* The code generator of fusion groups: "portable" (the fused-loop
      * runner; the default when NULL), or another built-in backend. */
     const char *backend;
+    /* Gradients: requires_grad[k] says whether unbound input k gets one (NULL:
+     * none does); grad_parameters gives every floating-point parameter one.
+     * Either makes tj_compile derive the backward graph (docs/autodiff.md). */
+    const bool *requires_grad;
+    bool grad_parameters;
 } tj_compile_options;
 
 typedef struct tj_program tj_program;
@@ -79,6 +84,23 @@ int tj_program_num_outputs(const tj_program *p);
 char *tj_program_code_to_string(const tj_program *p);
 /* The graph the program runs (owned by the program). */
 const tj_graph *tj_program_graph(const tj_program *p);
+
+/* ---- gradients ------------------------------------------------------------------
+ * A program compiled with gradients keeps, at each tj_run, the values its
+ * backward graph reads (and nothing else). tj_backward uses them once: it
+ * takes a gradient per output (NULL, or a NULL entry: ones) and writes the
+ * gradients of the unbound inputs that asked for one into grad_inputs (one
+ * slot per unbound input, NULL for the others; grad_inputs may be NULL), and
+ * ADDS the gradients of the parameters to the program's, which
+ * tj_program_grad reads by name and tj_program_zero_grad clears. One
+ * forward/backward pair at a time per program. */
+tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor **grad_inputs);
+tj_tensor *tj_program_grad(const tj_program *p, const char *param_name); /* new reference */
+void tj_program_zero_grad(tj_program *p);
+/* What the last tj_run keeps for tj_backward. */
+tj_status tj_program_saved(const tj_program *p, int *n_tensors, int64_t *n_bytes);
+/* The backward graph, after the passes (NULL without gradients). */
+const tj_graph *tj_program_backward_graph(const tj_program *p);
 
 /* ---- functions: retrace per input signature --------------------------------- */
 

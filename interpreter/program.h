@@ -1,0 +1,38 @@
+/* program.h — the compiled program's struct, shared by program.c (plain
+ * replay) and training.c (programs that also derive gradients). */
+#ifndef TJIT_INTERPRETER_PROGRAM_H
+#define TJIT_INTERPRETER_PROGRAM_H
+
+#include <pthread.h>
+
+#include "code.h"
+
+struct tj_program {
+    tj_graph *graph;   /* the copy the code points into */
+    tji_code code;
+    int n_user;        /* unbound inputs, which tj_run receives */
+    int *user_input;   /* graph input index of each */
+    tj_tensor **bound; /* by graph input: the parameter, or NULL */
+    int n_graph_inputs;
+    tj_compile_options opts;
+
+    /* gradients (training.c); backward is NULL for a plain program */
+    struct tj_program *backward;
+    int n_user_outputs;      /* what tj_run returns; the code's other outputs are saved values */
+    int n_grads;
+    int *grad_of;            /* graph input index of each backward output */
+    pthread_mutex_t tape_lock;
+    tj_tensor **tape;        /* the last tj_run's saved values, until tj_backward uses them */
+    int n_tape;
+    bool tape_full;          /* a tj_run's tape that tj_backward has not used */
+    bool ran;                /* some tj_run stored a tape */
+    tj_tensor **param_grad;  /* by graph input: accumulated gradients of parameters */
+};
+
+tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts);
+tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts);
+void tji_training_free(tj_program *p);
+/* Takes the references in saved[0..n) as the program's tape. */
+void tji_tape_store(tj_program *p, tj_tensor **saved, int n);
+
+#endif

@@ -1,0 +1,213 @@
+/* training.c — programs that derive gradients: tj_compile differentiates the
+ * graph (passes/autodiff.c) and compiles the extended forward graph and the
+ * backward graph; tj_run keeps the saved values the backward graph reads (the
+ * tape); tj_backward runs the backward graph on them once, returns the
+ * gradients of the inputs asked for and accumulates those of the parameters,
+ * which tj_program_grad reads by name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "program.h"
+
+static bool float_input(const tj_graph *g, int i) {
+    const tj_type *t = tj_value_type(tj_graph_input((tj_graph *)g, i));
+    return t->kind == TJ_TYPE_TENSOR && (t->dtype == TJ_F32 || t->dtype == TJ_F64);
+}
+
+tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts) {
+    int n_in = tj_graph_num_inputs(g);
+    bool *wrt = calloc((size_t)(n_in ? n_in : 1), sizeof(bool));
+    if (!wrt) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    int any = 0;
+    for (int i = 0, k = 0; i < n_in; i++) {
+        if (tj_graph_input_binding(g, i)) wrt[i] = opts->grad_parameters && float_input(g, i);
+        else wrt[i] = opts->requires_grad ? opts->requires_grad[k++] : false;
+        any += wrt[i];
+    }
+    if (!any) {
+        free(wrt);
+        return tjc_error(TJ_ERR_ARG, "tj_compile: gradients were asked for, but no input or "
+                         "parameter takes one"), NULL;
+    }
+    tj_gradient gr;
+    tj_status st = tj_autodiff(g, wrt, &gr);
+    free(wrt);
+    if (st) return NULL;
+    tj_compile_options plain = *opts;
+    plain.requires_grad = NULL;
+    plain.grad_parameters = false;
+    tj_program *p = tji_compile_plain(gr.forward, &plain);
+    tj_program *b = p ? tji_compile_plain(gr.backward, &plain) : NULL;
+    if (!b) {
+        tj_program_free(p);
+        tj_gradient_free(&gr);
+        return NULL;
+    }
+    p->backward = b;
+    p->n_user_outputs = gr.n_outputs;
+    p->n_grads = gr.n_grads;
+    p->grad_of = gr.grad_of;
+    gr.grad_of = NULL;
+    p->param_grad = calloc((size_t)(p->n_graph_inputs ? p->n_graph_inputs : 1), sizeof(tj_tensor *));
+    pthread_mutex_init(&p->tape_lock, NULL);
+    tj_gradient_free(&gr);
+    if (!p->param_grad) {
+        tj_program_free(p);
+        return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    }
+    return p;
+}
+
+static void release_all(tj_tensor **t, int n) {
+    for (int i = 0; t && i < n; i++) {
+        tj_release(t[i]);
+        t[i] = NULL;
+    }
+}
+
+void tji_training_free(tj_program *p) {
+    if (!p->backward) return;
+    tj_program_free(p->backward);
+    release_all(p->tape, p->n_tape);
+    free(p->tape);
+    release_all(p->param_grad, p->n_graph_inputs);
+    free(p->param_grad);
+    free(p->grad_of);
+    pthread_mutex_destroy(&p->tape_lock);
+}
+
+void tji_tape_store(tj_program *p, tj_tensor **saved, int n) {
+    pthread_mutex_lock(&p->tape_lock);
+    release_all(p->tape, p->n_tape);
+    free(p->tape);
+    p->tape = malloc(sizeof(tj_tensor *) * (size_t)(n ? n : 1));
+    if (p->tape) memcpy(p->tape, saved, sizeof(tj_tensor *) * (size_t)n);
+    else release_all(saved, n);
+    p->n_tape = p->tape ? n : 0;
+    p->tape_full = p->tape != NULL;
+    p->ran = true;
+    pthread_mutex_unlock(&p->tape_lock);
+}
+
+/* Takes the tape (the caller releases it); an error when there is none. */
+static tj_status take_tape(tj_program *p, tj_tensor ***tape, int *n) {
+    pthread_mutex_lock(&p->tape_lock);
+    tj_status st = TJ_OK;
+    if (!p->tape_full) {
+        st = tjc_error(TJ_ERR_ARG, p->ran ? "tj_backward: the gradients of the last tj_run were "
+                       "already computed; run forward again first"
+                       : "tj_backward: no forward to differentiate; call tj_run first");
+    } else {
+        *tape = p->tape;
+        *n = p->n_tape;
+        p->tape = NULL;
+        p->n_tape = 0;
+        p->tape_full = false;
+    }
+    pthread_mutex_unlock(&p->tape_lock);
+    return st;
+}
+
+static tj_tensor *filled_like(const tj_type *t, double value) {
+    return tj_full(t->sizes, t->ndim, value, (tj_dtype)t->dtype);
+}
+
+tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor **grad_inputs) {
+    if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_backward: program is NULL");
+    if (!p->backward)
+        return tjc_error(TJ_ERR_ARG, "tj_backward: the program was compiled without gradients "
+                         "(set requires_grad or grad_parameters in tj_compile_options)");
+    tj_tensor **tape = NULL;
+    int n_tape = 0;
+    tj_status st = take_tape(p, &tape, &n_tape);
+    if (st) return st;
+    tj_program *b = p->backward;
+    int n_out = p->n_user_outputs, n_b = b->n_user;
+    tj_tensor **in = calloc((size_t)(n_b ? n_b : 1), sizeof(tj_tensor *));
+    tj_tensor **grads = calloc((size_t)(p->n_grads ? p->n_grads : 1), sizeof(tj_tensor *));
+    if (!in || !grads) st = tjc_error(TJ_ERR_MEMORY, "tj_backward: out of memory");
+    tj_scope_begin(); /* the gradients of ones made here, and the results until sorted */
+    for (int o = 0; !st && o < n_out; o++) {
+        const tj_type *t = tj_value_type(tj_graph_input(b->graph, b->user_input[o]));
+        in[o] = grad_outputs && grad_outputs[o] ? grad_outputs[o]
+                                                : filled_like(t, tj_dtype_is_float((tj_dtype)t->dtype) ? 1.0 : 0.0);
+        if (!in[o]) st = tj_last_status();
+    }
+    for (int s = 0; !st && s < n_tape; s++) in[n_out + s] = tape[s];
+    if (!st && n_out + n_tape != n_b)
+        st = tjc_error(TJ_ERR_INTERNAL, "tj_backward: %d saved values for %d inputs", n_tape, n_b - n_out);
+    if (!st) st = tj_run(b, in, grads); /* owned by this scope */
+    int user_k = 0;
+    for (int i = 0; !st && grad_inputs && i < p->n_graph_inputs; i++)
+        if (!p->bound[i]) grad_inputs[user_k++] = NULL;
+    for (int k = 0; !st && k < p->n_grads; k++) {
+        int gi = p->grad_of[k];
+        if (p->bound[gi]) { /* a parameter: accumulate */
+            if (!p->param_grad[gi]) {
+                p->param_grad[gi] = tj_retain(grads[k]);
+            } else {
+                tj_tensor *args[2] = {p->param_grad[gi], grads[k]}, *res;
+                tj_attr alpha = {.f = 1.0};
+                if (tjc_invoke_nested(tjc_op(TJ_OP_add_), args, 2, &alpha, &res, 1) != 1) st = tj_last_status();
+                else tj_release(res);
+            }
+        } else if (grad_inputs) { /* an input: returned like any result */
+            int k_user = 0;
+            for (int j = 0; j < gi; j++) k_user += !p->bound[j];
+            grad_inputs[k_user] = tj_retain(grads[k]);
+        }
+    }
+    tj_scope_end();
+    for (int k = 0; grad_inputs && !st && k < p->n_user; k++)
+        if (grad_inputs[k]) tjc_scope_track(grad_inputs[k]);
+    release_all(tape, n_tape);
+    free(tape);
+    free(in);
+    free(grads);
+    return st;
+}
+
+tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
+    if (!p || !name) return tjc_error(TJ_ERR_ARG, "tj_program_grad: NULL argument"), NULL;
+    for (int i = 0; i < p->n_graph_inputs; i++) {
+        const char *n = tj_value_name(tj_graph_input(p->graph, i));
+        if (!n || strcmp(n, name) != 0) continue;
+        if (!p->bound[i])
+            return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' is an input, not a parameter; its "
+                             "gradient comes from tj_backward", name), NULL;
+        if (!p->backward || !p->param_grad[i])
+            return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' has no gradient%s", name,
+                             p->backward ? " yet (call tj_backward)" : " (compiled without "
+                             "grad_parameters)"), NULL;
+        tj_tensor *g = tj_retain(p->param_grad[i]);
+        tjc_scope_track(g);
+        return g;
+    }
+    return tjc_error(TJ_ERR_ARG, "tj_program_grad: the program has no parameter named '%s'", name), NULL;
+}
+
+void tj_program_zero_grad(tj_program *p) {
+    if (p && p->param_grad) release_all(p->param_grad, p->n_graph_inputs);
+}
+
+tj_status tj_program_saved(const tj_program *p, int *n_tensors, int64_t *n_bytes) {
+    if (!p) return tjc_error(TJ_ERR_ARG, "tj_program_saved: program is NULL");
+    int n = 0;
+    int64_t bytes = 0;
+    if (p->backward) {
+        pthread_mutex_lock((pthread_mutex_t *)&p->tape_lock);
+        if (p->tape_full)
+            for (int i = 0; i < p->n_tape; i++) {
+                n++;
+                bytes += tj_numel(p->tape[i]) * (int64_t)tj_dtype_size(tj_tensor_dtype(p->tape[i]));
+            }
+        pthread_mutex_unlock((pthread_mutex_t *)&p->tape_lock);
+    }
+    if (n_tensors) *n_tensors = n;
+    if (n_bytes) *n_bytes = bytes;
+    return TJ_OK;
+}
+
+const tj_graph *tj_program_backward_graph(const tj_program *p) {
+    return p && p->backward ? p->backward->graph : NULL;
+}
