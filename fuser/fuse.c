@@ -105,6 +105,13 @@ static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, boo
     const tj_op_info *chunk_op = tj_op_find("aten::chunk");
     for (int i = 0; i < n_in; i++) {
         if (!chunked[i]) continue;
+        int same = -1; /* add(x, x): one chunk of x serves both operands */
+        for (int j = 0; j < i; j++)
+            if (chunked[j] && tj_node_input(p, j) == tj_node_input(p, i) && pdim[j] == pdim[i]) same = j;
+        if (same >= 0) {
+            for (int j = 0; j < chunks; j++) pieces[i][j] = pieces[same][j];
+            continue;
+        }
         tj_value *a = tj_node_input(p, i);
         tj_attr attrs[2] = {{.i = chunks}, {.i = pdim[i]}};
         tj_node *c = tj_node_create_op(g, chunk_op, &a, 1, attrs, 2, (int)chunks);
@@ -120,6 +127,7 @@ static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, boo
         }
     }
     for (int j = 0; j < chunks; j++) {
+        if (tj_value_num_uses(tj_node_output(k, j)) == 0) continue; /* nobody reads this piece */
         tj_value *ins[3];
         for (int i = 0; i < n_in; i++) ins[i] = chunked[i] ? pieces[i][j] : tj_node_input(p, i);
         tj_node *q = tj_node_create_op(g, tj_node_op(p), ins, n_in, tj_node_attrs(p),

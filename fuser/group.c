@@ -82,6 +82,14 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     int k = 0;
     for (tj_node *n = tj_block_first(b); ok && n; n = tj_node_next(n), k++) {
         gnode *gn = &g->nodes[k];
+        bool pointwise = tj_node_kind_of(n) == TJ_NODE_OP && tjf_fusible_op(tj_node_op(n));
+        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise) {
+            tjf_group_free(g);
+            tjc_ptrmap_free(&slot);
+            return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s cannot run inside a group "
+                             "(groups hold pointwise ops and prim::ConstantChunk)", tj_node_id(node),
+                             tj_node_name(n)), NULL;
+        }
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             gn->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
             gn->dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
