@@ -11,7 +11,9 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
-                    "                 [--passes LIST]\n"
+                    "                 [--passes LIST] [--grad]\n"
+                    "  --grad               the forward graph extended for backward, and the\n"
+                    "                       backward graph of the parameters' gradients\n"
                     "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
                     "                       named pass (\"all\": after every pass)\n"
                     "  --passes LIST        the pipeline (default \"%s\")\n"
@@ -78,7 +80,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         fprintf(stderr, "tjit dump: no model named '%s'\n", argv[1]);
         return usage();
     }
-    bool canonical = false, code = false, dot = false;
+    bool canonical = false, code = false, dot = false, grad = false;
     const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
@@ -86,6 +88,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         else if (!strcmp(argv[i], "--passes") && i + 1 < argc) passes = argv[++i];
         else if (!strcmp(argv[i], "--code")) code = true;
         else if (!strcmp(argv[i], "--dot")) dot = true;
+        else if (!strcmp(argv[i], "--grad")) grad = true;
         else {
             fprintf(stderr, "tjit dump: unknown option '%s'\n", argv[i]);
             return usage();
@@ -102,7 +105,21 @@ int tjit_cmd_dump(int argc, char **argv) {
     g = tj_trace(model->forward, params, inputs, model->n_in, model->n_out, NULL);
     if (!g) goto done;
     for (int i = 0; i < tj_graph_num_warnings(g); i++) printf("# warning: %s\n", tj_graph_warning(g, i));
-    if (after) {
+    if (grad) { /* the parameters' gradients: extended forward and backward, after the passes */
+        tj_compile_options opts = {.passes = passes, .grad_parameters = true};
+        p = tj_compile(g, &opts);
+        if (!p) goto done;
+        unsigned flags = canonical ? TJ_PRINT_CANONICAL : 0;
+        char *fwd = tj_graph_to_string(tj_program_graph(p), flags);
+        char *bwd = tj_graph_to_string(tj_program_backward_graph(p), flags);
+        if (fwd && bwd)
+            printf("# forward, extended with the values backward reads\n%s\n# backward: "
+                   "gradients of the outputs and the saved values in, gradients of the "
+                   "parameters out\n%s", fwd, bwd);
+        free(fwd);
+        free(bwd);
+        if (!fwd || !bwd) goto done;
+    } else if (after) {
         if (run_pipeline(g, passes ? passes : tj_default_pipeline(), after, canonical, dot) != TJ_OK)
             goto done;
     } else {
@@ -111,9 +128,11 @@ int tjit_cmd_dump(int argc, char **argv) {
         fputs(text, stdout);
         free(text);
     }
-    if (code) {
+    if (code && !p) {
         tj_compile_options opts = {.passes = passes};
         p = tj_compile(g, &opts);
+    }
+    if (code) {
         char *c = p ? tj_program_code_to_string(p) : NULL;
         if (!c) goto done;
         printf("\n%s", c);

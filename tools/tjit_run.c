@@ -74,15 +74,78 @@ static void summary(const char *label, const tj_tensor *t) {
     printf("  min %.6g  max %.6g  mean %.6g\n", lo, hi, sum / (double)n);
 }
 
+/* The gradients of the floating-point inputs for the given (or all-ones)
+ * gradients of the outputs, summarised and saved as DIR/grad_NAME.npy. */
+static int run_backward(tj_graph *g, tj_program *p, tj_tensor *const *inputs, int n_in, int n_out,
+                        const char *const *names, const char *const *files, int n_files,
+                        const char *out_dir) {
+    tj_tensor *gout[MAX_INPUTS] = {0}, *grads[MAX_INPUTS] = {0};
+    int rc = 0;
+    for (int k = 0; k < n_files; k++) {
+        int found = -1;
+        for (int o = 0; o < n_out; o++) {
+            const char *name = tj_value_name(tj_graph_output(g, o));
+            char pos[16];
+            snprintf(pos, sizeof pos, "%d", o);
+            if ((name && !strcmp(name, names[k])) || !strcmp(pos, names[k])) found = o;
+        }
+        if (found < 0) {
+            fprintf(stderr, "tjit run: the graph has no output named '%s'\n", names[k]);
+            rc = 1;
+        } else if (!(gout[found] = tj_load_npy(files[k]))) {
+            fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            rc = 1;
+        }
+    }
+    if (!rc && tj_backward(p, gout, grads) != TJ_OK) {
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
+        rc = 1;
+    }
+    for (int i = 0; !rc && i < n_in; i++) {
+        if (!grads[i]) continue;
+        const char *name = tj_value_name(tj_graph_input(g, i));
+        char label[256], path[4096];
+        if (name) snprintf(label, sizeof label, "grad_%s", name);
+        else snprintf(label, sizeof label, "grad_%d", i);
+        summary(label, grads[i]);
+        if (!out_dir) continue;
+        snprintf(path, sizeof path, "%s/%s.npy", out_dir, label);
+        if (tj_save_npy(path, grads[i]) != TJ_OK) {
+            fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            rc = 1;
+        }
+    }
+    (void)inputs;
+    for (int i = 0; i < MAX_INPUTS; i++) {
+        tj_release(gout[i]);
+        tj_release(grads[i]);
+    }
+    return rc;
+}
+
 int tjit_cmd_run(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: tjit run FILE.ir [--input NAME=FILE.npy]... [--out DIR]\n");
+        fprintf(stderr, "usage: tjit run FILE.ir [--input NAME=FILE.npy]... [--out DIR]\n"
+                        "                [--backward [--grad-output NAME=FILE.npy]...]\n");
         return 2;
     }
     const char *given_name[MAX_INPUTS], *given_file[MAX_INPUTS], *out_dir = NULL;
-    int n_given = 0;
+    const char *gout_name[MAX_INPUTS], *gout_file[MAX_INPUTS];
+    int n_given = 0, n_gout = 0;
+    bool backward = false;
     for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--backward")) {
+            backward = true;
+        } else if (!strcmp(argv[i], "--grad-output") && i + 1 < argc && n_gout < MAX_INPUTS) {
+            char *eq = strchr(argv[++i], '=');
+            if (!eq) {
+                fprintf(stderr, "tjit run: --grad-output takes NAME=FILE.npy, got '%s'\n", argv[i]);
+                return 2;
+            }
+            *eq = '\0';
+            gout_name[n_gout] = argv[i];
+            gout_file[n_gout++] = eq + 1;
+        } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out_dir = argv[++i];
         } else if (!strcmp(argv[i], "--input") && i + 1 < argc && n_given < MAX_INPUTS) {
             char *eq = strchr(argv[++i], '=');
@@ -142,7 +205,14 @@ int tjit_cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    p = tj_compile(g, NULL);
+    if (n_gout && !backward) {
+        fprintf(stderr, "tjit run: --grad-output needs --backward\n");
+        goto done;
+    }
+    bool wants[MAX_INPUTS];
+    for (int i = 0; i < n_in; i++) wants[i] = tj_dtype_is_float(tj_tensor_dtype(inputs[i]));
+    tj_compile_options opts = {.requires_grad = backward ? wants : NULL};
+    p = tj_compile(g, &opts);
     if (!p || tj_run(p, inputs, outputs) != TJ_OK) {
         fprintf(stderr, "tjit run: %s\n", tj_last_error());
         goto done;
@@ -152,6 +222,10 @@ int tjit_cmd_run(int argc, char **argv) {
         goto done;
     }
     rc = 0;
+    if (backward && run_backward(g, p, inputs, n_in, n_out, gout_name, gout_file, n_gout, out_dir)) {
+        rc = 1;
+        goto done;
+    }
     for (int i = 0; i < n_out; i++) {
         const char *name = tj_value_name(tj_graph_output(g, i));
         char label[256], path[4096];
