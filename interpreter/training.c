@@ -14,6 +14,22 @@ static bool float_input(const tj_graph *g, int i) {
     return t->kind == TJ_TYPE_TENSOR && (t->dtype == TJ_F32 || t->dtype == TJ_F64);
 }
 
+/* Runs the passes on the backward graph, then drops the saved values it no
+ * longer reads (a rule's use that the passes removed), from both graphs: the
+ * forward pass keeps only what backward will read. */
+static tj_status prune_saved(tj_gradient *gr, const char *passes) {
+    tj_status st = tj_run_passes(gr->backward, passes ? passes : tj_default_pipeline());
+    if (!st) st = tj_run_passes(gr->backward, "dce");
+    for (int s = gr->n_saved - 1; !st && s >= 0; s--) {
+        int in = gr->n_outputs + s;
+        if (tj_value_num_uses(tj_graph_input(gr->backward, in)) > 0) continue;
+        st = tj_block_remove_input(tj_graph_block(gr->backward), in);
+        if (!st) st = tj_block_remove_output(tj_graph_block(gr->forward), gr->n_outputs + s);
+        if (!st) gr->n_saved--;
+    }
+    return st;
+}
+
 tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts) {
     int n_in = tj_graph_num_inputs(g);
     bool *wrt = calloc((size_t)(n_in ? n_in : 1), sizeof(bool));
@@ -36,6 +52,10 @@ tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *op
     tj_compile_options plain = *opts;
     plain.requires_grad = NULL;
     plain.grad_parameters = false;
+    if ((st = prune_saved(&gr, opts->passes))) {
+        tj_gradient_free(&gr);
+        return NULL;
+    }
     tj_program *p = tji_compile_plain(gr.forward, &plain);
     tj_program *b = p ? tji_compile_plain(gr.backward, &plain) : NULL;
     if (!b) {
