@@ -76,6 +76,130 @@ static inline float tjm_tanhf(float x) {
     return ax < 0.625f ? small : big; /* NaN takes the second path and stays NaN */
 }
 
+/* ---- f64 exp, log, tanh, erf and f32 erf, pow that vectorise ---------------
+ * The same scheme in double: branch-free range reduction and Cephes's
+ * rational fits. The LLVM backend (backends/llvm/) emits these operation for
+ * operation, so its vectorised kernels give the same bits as these C
+ * versions; the op table still takes f64 exp/log/tanh, erf and pow from libm,
+ * so today these are the LLVM backend's reference (tests/test_llvm_math.c
+ * holds both to libm and to each other; docs/codegen.md has the ulp table). */
+
+static inline double tjm_f64_from_bits(uint64_t u) {
+    union { uint64_t u; double f; } v = {u};
+    return v.f;
+}
+static inline uint64_t tjm_f64_bits(double f) {
+    union { double f; uint64_t u; } v = {f};
+    return v.u;
+}
+/* 2^n for n in [-1022, 1023] */
+static inline double tjm_pow2i_d(int64_t n) { return tjm_f64_from_bits((uint64_t)(n + 1023) << 52); }
+
+static inline double tjm_expd(double x) {
+    bool nan = x != x;
+    double xc = nan ? 0.0 : x < -746.0 ? -746.0 : x > 710.0 ? 710.0 : x;
+    /* n = round(x / ln 2): adding and subtracting 1.5 * 2^52 rounds to nearest */
+    double fn = (xc * 1.4426950408889634073599 + 6755399441055744.0) - 6755399441055744.0;
+    int64_t n = (int64_t)fn;
+    double r = xc - fn * 6.93145751953125E-1; /* ln 2 in two parts */
+    r = r - fn * 1.42860682030941723212E-6;
+    double z = r * r;
+    double p = r * ((1.26177193074810590878E-4 * z + 3.02994407707441961300E-2) * z +
+                    9.99999999999999999910E-1);
+    double q = ((3.00198505138664455042E-6 * z + 2.52448340349684104192E-3) * z +
+                2.27265548208155028766E-1) * z + 2.00000000000000000009E0;
+    double e = p / (q - p);
+    e = 1.0 + 2.0 * e;
+    int64_t n1 = n / 2; /* two factors so that 2^n reaches denormals and overflows to inf */
+    double res = e * tjm_pow2i_d(n1) * tjm_pow2i_d(n - n1);
+    return nan ? x : res;
+}
+
+static inline double tjm_logd(double x) {
+    bool tiny = x < 2.2250738585072014e-308; /* denormals: scale into the normal range first */
+    uint64_t u = tjm_f64_bits(tiny ? x * 18014398509481984.0 : x);
+    int64_t e = (int64_t)((u >> 52) & 0x7ff) - 1023 - (tiny ? 54 : 0);
+    double m = tjm_f64_from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull); /* [1, 2) */
+    bool big = m > 1.4142135623730950488; /* -> [sqrt(1/2), sqrt(2)) */
+    m = big ? m * 0.5 : m;
+    e += big;
+    double f = m - 1.0, z = f * f, fe = (double)e;
+    double p = ((((1.01875663804580931796E-4 * f + 4.97494994976747001425E-1) * f +
+                  4.70579119878881725854E0) * f + 1.44989225341610930846E1) * f +
+                1.79368678507819816313E1) * f + 7.70838733755885391666E0;
+    double q = ((((f + 1.12873587189167450590E1) * f + 4.52279145837532221105E1) * f +
+                 8.29875266912776603211E1) * f + 7.11544750618563894466E1) * f +
+               2.31251620126765340583E1;
+    double y = f * (z * p / q);
+    y += -2.121944400546905827679e-4 * fe;
+    y += -0.5 * z;
+    double r = f + y + 0.693359375 * fe;
+    r = x == 0.0 ? -__builtin_inf() : r;
+    r = x < 0.0 ? __builtin_nan("") : r;
+    r = x == __builtin_inf() ? x : r;
+    return x != x ? x : r;
+}
+
+static inline double tjm_tanhd(double x) {
+    double ax = x < 0.0 ? -x : x, z = x * x;
+    double p = (-9.64399179425052238628E-1 * z - 9.92877231001918586564E1) * z -
+               1.61468768441708447952E3;
+    double q = ((z + 1.12811678491632931402E2) * z + 2.23548839060100448583E3) * z +
+               4.84406305325125486048E3;
+    double small = x + x * z * p / q;
+    double big = 1.0 - 2.0 / (tjm_expd(2.0 * ax) + 1.0);
+    big = x < 0.0 ? -big : big;
+    small = x == 0.0 ? x : small; /* keeps the sign of -0 */
+    return ax < 0.625 ? small : big; /* NaN takes the second path and stays NaN */
+}
+
+/* erf: x T(x^2)/U(x^2) below 1, else 1 - e^(-x^2) P(|x|)/Q(|x|) (erfc's fit,
+ * valid to 8; from 6 on the result rounds to 1 anyway, so |x| is capped). */
+static inline double tjm_erfd(double x) {
+    double ax = x < 0.0 ? -x : x, z = x * x;
+    double t = (((9.60497373987051638749E0 * z + 9.00260197203842689217E1) * z +
+                 2.23200534594684319226E3) * z + 7.00332514112805075473E3) * z +
+               5.55923013010394962768E4;
+    double u = ((((z + 3.35617141647503099647E1) * z + 5.21357949780152679795E2) * z +
+                 4.59432382970980127987E3) * z + 2.26290000613890934246E4) * z +
+               4.92673942608635921086E4;
+    double small = x * t / u;
+    double a = ax < 8.0 ? ax : 8.0;
+    double e = tjm_expd(-a * a);
+    double p = (((((((2.46196981473530512524E-10 * a + 5.64189564831068821977E-1) * a +
+                     7.46321056442269912687E0) * a + 4.86371970985681366614E1) * a +
+                   1.96520832956077098242E2) * a + 5.26445194995477358631E2) * a +
+                 9.34528527171957607540E2) * a + 1.02755188689515710272E3) * a +
+               5.57535335369399327526E2;
+    double q = (((((((a + 1.32281951154744992508E1) * a + 8.67072140885989742329E1) * a +
+                    3.54937778887819891062E2) * a + 9.75708501743205489753E2) * a +
+                  1.82390916687909736289E3) * a + 2.24633760818710981792E3) * a +
+                1.65666309194161350182E3) * a + 5.57535340817727675546E2;
+    double big = 1.0 - e * p / q;
+    big = x < 0.0 ? -big : big;
+    double r = ax < 1.0 ? small : big;
+    return x != x ? x : r;
+}
+
+/* f32 erf and pow through the double versions: nearly correctly rounded. */
+static inline float tjm_erff(float x) { return (float)tjm_erfd((double)x); }
+
+/* pow's special cases (C99 F.9.4.4, and glibc's signalling NaNs) on top of
+ * exp(b log |a|) in double. */
+static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
+static inline float tjm_powf(float a, float b) {
+    double l = tjm_logd((double)(a < 0.0f ? -a : a));
+    float r = (float)tjm_expd((double)b * l);
+    float half = b * 0.5f;
+    bool b_int = floor(b) == b, b_odd = b_int && floor(half) != half;
+    bool a_neg = (tjm_f32_bits(a) >> 31) != 0;
+    r = a_neg && b_odd ? -r : r;
+    r = a < 0.0f && a != -__builtin_inff() && !b_int ? __builtin_nanf("") : r;
+    r = a == -1.0f && (b == __builtin_inff() || b == -__builtin_inff()) ? 1.0f : r;
+    r = b == 0.0f ? (tjm_is_snanf(a) ? a + b : 1.0f) : r;
+    return a == 1.0f ? (tjm_is_snanf(b) ? a + b : 1.0f) : r;
+}
+
 static inline double tjm_exp_d(double x) { return exp(x); }
 static inline double tjm_log_d(double x) { return log(x); }
 static inline double tjm_tanh_d(double x) { return tanh(x); }

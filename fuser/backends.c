@@ -2,9 +2,17 @@
 #include <string.h>
 
 #include "fuser.h"
+#ifdef TJIT_HAVE_LLVM
+#include "backends/llvm/tjl.h"
+#endif
 
 const tjf_backend *tjf_find_backend(const char *name) {
-    const tjf_backend *all[] = {tjf_portable_backend()};
+    const tjf_backend *all[] = {
+        tjf_portable_backend(),
+#ifdef TJIT_HAVE_LLVM
+        tjl_backend(), tjl_libm_backend(), /* "llvm", "llvm-libm" */
+#endif
+    };
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(all[i]->name, name)) return all[i];
     return NULL;

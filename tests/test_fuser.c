@@ -3,8 +3,9 @@
  * differential tester: random pointwise models (random ops from the table,
  * broadcasting, 0-dim and chunked inputs, mixed dtypes) traced, fused and run
  * on contiguous and strided inputs must equal the unfused replay bit for bit,
- * since both run the same typed loops. TJIT_FUSER_CASES sets the number of
- * random cases (default 1500). */
+ * since both run the same typed loops (the tester is in
+ * tests/support/fuser_cases.c, shared with test_llvm.c). TJIT_FUSER_CASES
+ * sets the number of random cases (default 1500). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,28 +13,12 @@
 #include "core/core.h"
 #include "examples/models/models.h"
 #include "fuser/fuser.h"
-#include "tests/support/testing.h"
-
-static int groups_made; /* fusion groups formed by compile_with, for coverage checks */
+#include "tests/support/fuser_cases.h"
 
 static int count_kind(tj_graph *g, tj_node_kind kind, const char *op_name);
 
 static tj_program *compile_with(tj_graph *g, bool fuse) {
-    tj_graph *copy = tj_graph_clone(g, NULL);
-    assert_non_null(copy);
-    for (int i = 0; i < tj_graph_num_inputs(g); i++)
-        if (tj_graph_input_binding(g, i)) tj_graph_bind_input(copy, i, tj_graph_input_binding(g, i));
-    if (fuse) {
-        assert_int_equal(tj_pass_fuse(copy), TJ_OK);
-        groups_made += count_kind(copy, TJ_NODE_FUSION_GROUP, NULL);
-    }
-    assert_int_equal(tj_graph_verify(copy), TJ_OK);
-    tj_compile_options opts = {.allow_size_change = false};
-    opts.passes = "";
-    tj_program *p = tj_compile(copy, &opts);
-    if (!p) fail_msg("compile: %s", tj_last_error());
-    tj_graph_free(copy);
-    return p;
+    return tt_compile_with(g, fuse, NULL, NULL);
 }
 
 static int count_kind(tj_graph *g, tj_node_kind kind, const char *op_name) {
@@ -45,17 +30,8 @@ static int count_kind(tj_graph *g, tj_node_kind kind, const char *op_name) {
     return n;
 }
 
-/* Exact equality, NaN equal to NaN. */
 static void assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed) {
-    tt_ref ra = tt_ref_of(a), rb = tt_ref_of(b);
-    if (tj_tensor_dtype(a) != tj_tensor_dtype(b) || ra.numel != rb.numel)
-        fail_msg("case %d, %s: dtype or size differs", seed, what);
-    for (int64_t i = 0; i < ra.numel; i++)
-        if (!(ra.v[i] == rb.v[i] || (isnan(ra.v[i]) && isnan(rb.v[i]))))
-            fail_msg("case %d, %s: element %lld: unfused %.17g, fused %.17g", seed, what,
-                     (long long)i, ra.v[i], rb.v[i]);
-    tt_ref_free(&ra);
-    tt_ref_free(&rb);
+    tt_assert_identical(a, b, what, seed);
 }
 
 static void lstm_gates_form_one_group(void **state) {
@@ -103,155 +79,19 @@ static void lstm_gates_form_one_group(void **state) {
 
 /* ---- the differential tester --------------------------------------------------- */
 
-typedef struct recipe {
-    uint64_t seed;
-    int n_inputs;
-} recipe;
-
-static uint64_t next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int pick(uint64_t *s, int n) { return (int)(next(s) % (uint64_t)n); }
-
-/* The fusible ops of the table with 1 to 3 inputs. */
-static int fusible_ops(const tj_op_info **ops) {
-    int n = 0;
-    for (int i = 0; i < tj_op_count(); i++) {
-        const tj_op_info *op = tj_op_at(i);
-        if (tjf_fusible_op(op) && op->schema.n_tensor_args <= 3) ops[n++] = op;
-    }
-    return n;
-}
-
-/* A random pointwise model: values start as the inputs (and chunks of the
- * last one); each op takes random earlier values; ops that reject their
- * operands' dtypes are skipped. Outputs the last value and one earlier. */
-static tj_status random_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)n_out;
-    const recipe *r = ctx;
-    uint64_t s = r->seed * 7919 + 17;
-    static const tj_op_info *ops[256];
-    static int n_ops;
-    if (!n_ops) n_ops = fusible_ops(ops);
-    tj_tensor *pool[64];
-    int n = 0;
-    tj_scope_begin();
-    for (int i = 0; i < n_in - 1; i++) pool[n++] = in[i];
-    int first_made = n; /* outputs come from here on: values made in this scope */
-    tj_tensor *pieces[3];
-    int k = tj_chunk(in[n_in - 1], 3, -1, pieces, 3);
-    for (int i = 0; i < k; i++) pool[n++] = pieces[i];
-    int steps = 3 + pick(&s, 9);
-    for (int t = 0; t < steps * 4 && n < 40; t++) {
-        const tj_op_info *op = ops[pick(&s, n_ops)];
-        const tj_schema *sc = tj_op_schema(op);
-        tj_tensor *args[3];
-        for (int i = 0; i < sc->n_tensor_args; i++) /* mostly recent values: chains to fuse */
-            args[i] = pool[pick(&s, 10) < 7 ? n - 1 - pick(&s, n < 3 ? n : 3) : pick(&s, n)];
-        tj_attr attrs[4];
-        for (int a = 0; a < sc->n_attrs; a++) {
-            const tj_arg *arg = &sc->args[sc->attr_pos[a]];
-            attrs[a] = arg->def;
-            if (arg->type == TJ_ARG_FLOAT) attrs[a].f = pick(&s, 2) ? 0.5 : (double)(pick(&s, 5) - 2);
-            if (arg->type == TJ_ARG_FLOAT_OPT) attrs[a].f = pick(&s, 3) ? (double)pick(&s, 3) - 1.0 : TJ_NONE;
-            if (arg->type == TJ_ARG_STR && arg->choices) attrs[a].s = pick(&s, 2) ? "tanh" : "none";
-        }
-        tj_tensor *res;
-        if (tj_invoke(tj_op_id(op), args, sc->n_tensor_args, attrs, sc->n_attrs, &res, 1) == 1) {
-            pool[n++] = res;
-            if (--steps == 0) break;
-        }
-        tj_clear_error();
-    }
-    /* outputs belong to the caller's scope, like any tj_ function's results */
-    out[0] = tj_keep(pool[n - 1]);
-    out[1] = tj_keep(pool[first_made + pick(&s, n - first_made)]);
-    tj_scope_end();
-    return TJ_OK;
-}
-
-/* A copy of t laid out transposed or strided (same sizes and values). */
-static tj_tensor *restride(tj_generator *gen, tj_tensor *t, int how) {
-    int nd = tj_ndim(t);
-    if (nd < 2 || how == 0) return tt_noncontiguous(gen, t);
-    int64_t sizes[TJ_MAX_DIMS];
-    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
-    int64_t tmp = sizes[0];
-    sizes[0] = sizes[nd - 1];
-    sizes[nd - 1] = tmp;
-    tj_tensor *base = tj_empty(sizes, nd, tj_tensor_dtype(t));
-    tj_tensor *view = tj_transpose(base, 0, nd - 1);
-    tj_release(tj_copy_(view, t));
-    tj_release(base);
-    return view;
-}
-
-static int cases_fused; /* cases whose fused program has a group */
-
-static void run_case(int seed, tj_generator *gen) {
-    uint64_t s = (uint64_t)seed * 0x2545F4914F6CDD1Dull + 1;
-    int nd = pick(&s, 4);
-    int64_t base[3];
-    for (int d = 0; d < nd; d++) base[d] = 1 + pick(&s, 6);
-    if (pick(&s, 25) == 0 && nd) base[pick(&s, nd)] = 0; /* an empty tensor */
-    tj_dtype dt = pick(&s, 3) ? TJ_F32 : TJ_F64;
-    recipe r = {(uint64_t)seed, 2 + pick(&s, 3)};
-    tj_tensor *in[6];
-    for (int i = 0; i < r.n_inputs; i++) {
-        int64_t sz[3];
-        int k = nd;
-        memcpy(sz, base, sizeof sz);
-        if (i > 0 && pick(&s, 3) == 0 && k) sz[pick(&s, k)] = 1; /* broadcast a dim */
-        if (i > 0 && pick(&s, 5) == 0) k = 0;                   /* a 0-dim input */
-        tj_dtype d = i == 1 && pick(&s, 6) == 0 ? (dt == TJ_F32 ? TJ_F64 : TJ_I64) : dt;
-        in[i] = tt_random(gen, sz, k, d, -2, 2);
-    }
-    int64_t csz[3] = {base[0], base[1], base[2]}; /* the chunked input: 3 pieces of base */
-    int cn = nd ? nd : 1;
-    if (!nd) csz[0] = 1;
-    csz[cn - 1] *= 3;
-    in[r.n_inputs] = tt_random(gen, csz, cn, dt, -2, 2);
-    int n_in = r.n_inputs + 1;
-
-    tj_graph *g = tj_trace(random_model, &r, in, n_in, 2, NULL);
-    if (!g) fail_msg("case %d: trace: %s", seed, tj_last_error());
-    int before = groups_made;
-    tj_program *plain = compile_with(g, false), *fused = compile_with(g, true);
-    cases_fused += groups_made > before;
-    for (int layout = 0; layout < 2; layout++) {
-        tj_tensor *args[6];
-        for (int i = 0; i < n_in; i++)
-            args[i] = layout ? restride(gen, in[i], pick(&s, 2)) : tj_retain(in[i]);
-        tj_tensor *a[2], *b[2];
-        if (tj_run(plain, args, a) != TJ_OK) fail_msg("case %d: unfused: %s", seed, tj_last_error());
-        if (tj_run(fused, args, b) != TJ_OK) fail_msg("case %d: fused: %s", seed, tj_last_error());
-        for (int o = 0; o < 2; o++) {
-            assert_identical(a[o], b[o], layout ? "strided inputs" : "contiguous inputs", seed);
-            tj_release(a[o]);
-            tj_release(b[o]);
-        }
-        for (int i = 0; i < n_in; i++) tj_release(args[i]);
-    }
-    tj_program_free(plain);
-    tj_program_free(fused);
-    tj_graph_free(g);
-    for (int i = 0; i < n_in; i++) tj_release(in[i]);
-}
-
 static void fused_equals_unfused_on_random_graphs(void **state) {
     (void)state;
     const char *env = getenv("TJIT_FUSER_CASES");
     int cases = env ? atoi(env) : 1500;
     tj_generator *gen = tj_generator_new(11);
-    for (int seed = 0; seed < cases; seed++) run_case(seed, gen);
+    tt_fuser_opts o = {NULL, NULL, false};
+    tt_fuser_counts c = {0, 0, 0};
+    for (int seed = 0; seed < cases; seed++) tt_fuser_run_case(seed, gen, &o, &c);
     tj_generator_free(gen);
     /* the comparison means something only when most cases fused */
-    print_message("%d of %d random cases formed fusion groups (%d groups)\n", cases_fused, cases,
-                  groups_made);
-    assert_true(cases_fused * 10 >= cases * 7);
+    print_message("%d of %d random cases formed fusion groups (%d groups)\n", c.fused_cases, cases,
+                  c.groups);
+    assert_true(c.fused_cases * 10 >= cases * 7);
 }
 
 /* A kernel per input spec: a repeated spec reuses it, strided inputs get

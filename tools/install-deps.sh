@@ -2,7 +2,8 @@
 # Installs what tjit needs to build and test on Debian 12, only what is
 # missing, without prompting. Run by `make demo`, `make test` and `make bench`.
 set -e
-pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-dev"
+# llvm-19-dev: the LLVM backend (backends/llvm/), pinned to LLVM 19 (bookworm main)
+pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-dev llvm-19-dev"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do

@@ -1,0 +1,223 @@
+/* backend.c — the "llvm" and "llvm-libm" tjf_backends: compile a group for a
+ * spec (generate, optimise, load; or hand the group to the portable runner
+ * with the reason), launch (operand pointers, the runtime stride table, and
+ * the index space split across threads above the CPU backend's grain), and
+ * release. Also the kernel text for `tjit dump --kernels`. TJIT_LLVM_STATS=1
+ * reports every kernel on stderr: its compile time or its cache hit, or why
+ * it fell back. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+typedef struct tjl_kernel {
+    tjl_plan plan;
+    tjl_code *code;
+    tjl_entry entry;
+    tjf_kernel *fallback; /* the portable runner's kernel when LLVM's is missing */
+    char reason[200];
+} tjl_kernel;
+
+static bool stats_on(void) {
+    const char *s = getenv("TJIT_LLVM_STATS");
+    return s && !strcmp(s, "1");
+}
+
+static void release(tjf_kernel *kk) {
+    tjl_kernel *k = (tjl_kernel *)kk;
+    if (!k) return;
+    if (k->fallback) tjf_portable_backend()->release(k->fallback);
+    tjl_code_release(k->code);
+    free(k);
+}
+
+static tjf_kernel *compile(const tj_graph *sub, const tjf_spec *spec, bool libm) {
+    tjl_kernel *k = calloc(1, sizeof *k);
+    if (!k) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    tjl_ir ir;
+    tjl_timing t = {0};
+    double t0 = 0;
+    tj_status st = tjl_ir_init(&ir, libm);
+    if (st == TJ_OK) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+        st = tjl_generate(&ir, sub, spec, "tjl_kernel", &k->plan);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        t.build_ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6 - t0;
+    }
+    if (st == TJ_OK) {
+        k->code = tjl_jit_load(&ir, "tjl_kernel", &t);
+        if (!k->code) snprintf(k->reason, sizeof k->reason, "%s", tj_last_error());
+        else k->entry = tjl_code_entry(k->code);
+    } else {
+        snprintf(k->reason, sizeof k->reason, "%s", ir.why[0] ? ir.why : tj_last_error());
+    }
+    tjl_ir_dispose(&ir);
+    if (!k->code) { /* the portable runner takes the group; a wrong answer is never an option */
+        tjl_count_fallback();
+        tj_clear_error();
+        if (stats_on())
+            fprintf(stderr, "tjit llvm: group of %d nodes runs on the portable runner: %s\n",
+                    tj_block_num_nodes(tj_graph_block((tj_graph *)sub)), k->reason);
+        k->fallback = tjf_portable_backend()->compile(sub, spec);
+        if (!k->fallback) {
+            free(k);
+            return NULL;
+        }
+        return (tjf_kernel *)k;
+    }
+    if (stats_on()) {
+        const tjl_plan *p = &k->plan;
+        double total = t.build_ms + t.optimise_ms + t.codegen_ms + t.link_ms;
+        if (t.memory_hit)
+            fprintf(stderr, "tjit llvm: %s: %d nodes, %d operands: shared with an identical kernel "
+                    "(%.2f ms)\n", tjl_code_symbol(k->code), p->n_nodes, p->n_operands, total);
+        else
+            fprintf(stderr, "tjit llvm: %s: %d nodes, %d operands, %d dims: %s in %.2f ms (build %.2f, "
+                    "optimise %.2f, codegen %.2f, link %.2f)\n", tjl_code_symbol(k->code), p->n_nodes,
+                    p->n_operands, p->n_dims, t.disk_hit ? "loaded from the disk cache" : "compiled",
+                    total, t.build_ms, t.optimise_ms, t.codegen_ms, t.link_ms);
+    }
+    return (tjf_kernel *)k;
+}
+
+static tjf_kernel *compile_vec(const tj_graph *sub, const tjf_spec *spec) { return compile(sub, spec, false); }
+static tjf_kernel *compile_libm(const tj_graph *sub, const tjf_spec *spec) { return compile(sub, spec, true); }
+
+static tj_status launch(const tjf_kernel *kk, tj_tensor *const *inputs, tj_tensor *const *outputs) {
+    const tjl_kernel *k = (const tjl_kernel *)kk;
+    if (k->fallback) return tjf_portable_backend()->launch(k->fallback, inputs, outputs);
+    const tjl_plan *p = &k->plan;
+    if (p->numel == 0) return TJ_OK;
+    char *ptrs[TJL_MAX_OPERANDS];
+    int64_t strides[TJL_MAX_OPERANDS * TJ_MAX_DIMS + 1];
+    for (int i = 0; i < p->n_operands; i++) {
+        const tjl_operand *o = &p->op[i];
+        const tj_tensor *t = o->kind == TJL_OUTPUT ? outputs[o->index] : inputs[o->index];
+        char *base = tjc_data_ptr(t);
+        if (o->kind == TJL_VIEW) /* a chunk: a pointer offset into its input */
+            base += (o->piece * (t->sizes[o->dim] / o->chunks) * t->strides[o->dim]) *
+                    (int64_t)tj_dtype_size(t->dtype);
+        ptrs[i] = base;
+        if (!o->runtime) continue;
+        for (int d = 0; d < p->n_dims; d++) {
+            int64_t s = 0;
+            if (p->stride[d][i] < 0) { /* a single iteration dim, where it does not broadcast */
+                int od = p->dim_first[d] - (p->ndim - t->ndim);
+                s = t->strides[od];
+            }
+            strides[o->rt * p->n_dims + d] = s;
+        }
+    }
+    int64_t total = p->numel;
+    int threads = tjcpu_threads_for(total);
+    if (threads == 1) {
+        k->entry(ptrs, strides, 0, total);
+        return TJ_OK;
+    }
+    tjl_entry entry = k->entry;
+#pragma omp parallel num_threads(threads)
+    {
+        /* split on multiples of 16 elements, as the CPU backend does: contiguous
+         * outputs' pieces start on their own cache lines */
+        int t = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo = total * t / nt / 16 * 16, hi = total * (t + 1) / nt / 16 * 16;
+        if (t == nt - 1) hi = total;
+        if (lo < hi) entry(ptrs, strides, lo, hi);
+    }
+    return TJ_OK;
+}
+
+static const tjf_backend vec_backend = {"llvm", compile_vec, launch, release};
+static const tjf_backend libm_backend = {"llvm-libm", compile_libm, launch, release};
+
+const tjf_backend *tjl_backend(void) { return &vec_backend; }
+const tjf_backend *tjl_libm_backend(void) { return &libm_backend; }
+
+tjl_stats tjl_get_stats(void) {
+    tjl_stats s;
+    tjl_jit_stats(&s);
+    return s;
+}
+
+const char *tjl_kernel_fallback(const tjf_kernel *k) {
+    const tjl_kernel *x = (const tjl_kernel *)k;
+    return x && x->fallback ? x->reason : NULL;
+}
+
+const char *tjl_kernel_symbol(const tjf_kernel *k) {
+    const tjl_kernel *x = (const tjl_kernel *)k;
+    return x && x->code ? tjl_code_symbol(x->code) : NULL;
+}
+
+char *tjl_kernel_text(const tj_graph *sub, const tjf_spec *spec, bool libm, tjl_text what) {
+    tjl_ir ir;
+    tjl_plan *plan = malloc(sizeof *plan);
+    char *out = NULL;
+    if (!plan) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    if (tjl_ir_init(&ir, libm) == TJ_OK) {
+        if (tjl_generate(&ir, sub, spec, "tjl_kernel", plan) == TJ_OK) out = tjl_jit_text(&ir, "tjl_kernel", what);
+        else if (ir.why[0]) tjc_error(TJ_ERR_UNSUPPORTED, "llvm backend: %s", ir.why);
+    }
+    tjl_ir_dispose(&ir);
+    free(plan);
+    return out;
+}
+
+/* A spec from the types the graph gives a group's inputs (unknown strides
+ * taken as contiguous). */
+static void spec_of_types(const tj_node *grp, tjf_spec *spec) {
+    memset(spec, 0, sizeof *spec);
+    spec->n_inputs = tj_node_num_inputs(grp);
+    spec->device = TJ_CPU;
+    for (int i = 0; i < spec->n_inputs && i < TJF_MAX_ARGS; i++) {
+        const tj_type *t = tj_value_type(tj_node_input(grp, i));
+        tjf_input_spec *s = &spec->inputs[i];
+        s->dtype = (tj_dtype)t->dtype;
+        s->ndim = t->ndim;
+        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        int64_t want[TJ_MAX_DIMS];
+        tjc_contiguous_strides(t->sizes, t->ndim, want);
+        s->layout = TJF_CONTIGUOUS;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->sizes[d] != 1 && t->strides[d] != TJ_UNKNOWN_DIM && t->strides[d] != want[d])
+                s->layout = TJF_STRIDED;
+    }
+}
+
+tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
+    int n = 0;
+    tjf_spec *spec = malloc(sizeof *spec);
+    if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    tj_status st = TJ_OK;
+    for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)g)); x && st == TJ_OK; x = tj_node_next(x)) {
+        if (tj_node_kind_of(x) != TJ_NODE_FUSION_GROUP) continue;
+        spec_of_types(x, spec);
+        const tj_graph *sub = tj_node_subgraph(x);
+        fprintf(out, "\n# kernel of fusion group %%%d (%d nodes): LLVM IR after optimisation\n", tj_node_id(x),
+                tj_block_num_nodes(tj_graph_block((tj_graph *)sub)));
+        char *ir = tjl_kernel_text(sub, spec, false, TJL_TEXT_IR_OPT);
+        if (!ir) {
+            fprintf(out, "# runs on the portable runner: %s\n", tj_last_error());
+            tj_clear_error();
+            n++;
+            continue;
+        }
+        fputs(ir, out);
+        free(ir);
+        if (with_asm) {
+            char *as = tjl_kernel_text(sub, spec, false, TJL_TEXT_ASM);
+            if (!as) st = tj_last_status();
+            else fprintf(out, "\n# kernel of fusion group %%%d: assembly\n%s", tj_node_id(x), as);
+            free(as);
+        }
+        n++;
+    }
+    if (st == TJ_OK && n == 0) fprintf(out, "\n# no fusion groups\n");
+    free(spec);
+    return st;
+}

@@ -1,0 +1,463 @@
+/* jit.c — from a kernel's module to callable code: the host target machine
+ * (CPU name and features, without which LLVM keeps loops scalar), the new
+ * pass manager at O3, object code, and ORC LLJIT to link it into the
+ * process. Kernels are keyed by their text: the IR as generated plus the
+ * target, CPU and features. The key's hash names the kernel's symbol, so an
+ * identical kernel (another group or program with the same code) shares the
+ * loaded copy, counted by references and unloaded with the last one; and
+ * with TJIT_CACHE_DIR (or TJIT_LLVM_CACHE=1: $XDG_CACHE_HOME/tjit) the object
+ * code is kept on disk, so a second process links it without compiling. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "core/pw_math.h"
+#include "internal.h"
+
+#define KEY_VERSION "; tjit llvm kernel v1\n" /* bump when the generator's output changes meaning */
+#define CACHE_MAGIC "TJITOBJ1"
+
+struct tjl_code {
+    tjl_code *next;
+    char symbol[48];
+    char *key;
+    LLVMOrcResourceTrackerRef rt;
+    tjl_entry entry;
+    int refs;
+};
+
+/* The process's JIT and registry: shared by all programs, thread-safe. */
+static struct {
+    pthread_once_t once;
+    char init_error[256];
+    LLVMOrcLLJITRef jit;
+    LLVMOrcJITDylibRef jd;
+    char *triple, *cpu, *features;
+    pthread_mutex_t lock;
+    tjl_code *codes;
+    atomic_llong compiled, disk_hits, memory_hits, fallbacks, compile_ns, loaded;
+} J = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Copies an LLVM error's message into buf and consumes the error. */
+static const char *take_error(LLVMErrorRef err, char *buf, size_t n) {
+    char *msg = LLVMGetErrorMessage(err);
+    snprintf(buf, n, "%s", msg);
+    LLVMDisposeErrorMessage(msg);
+    return buf;
+}
+
+/* pw_math.h's integer power, for i64 pow (no vector form: a loop per element). */
+static int64_t tjl_ipow(int64_t b, int64_t e) { return tjm_ipow(b, e); }
+
+static void init_jit(void) {
+    char buf[200];
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+        snprintf(J.init_error, sizeof J.init_error, "LLVM has no code generator for this host");
+        return;
+    }
+    J.triple = LLVMGetDefaultTargetTriple();
+    J.cpu = LLVMGetHostCPUName();
+    J.features = LLVMGetHostCPUFeatures();
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&J.jit, LLVMOrcCreateLLJITBuilder());
+    if (err) {
+        snprintf(J.init_error, sizeof J.init_error, "cannot create the JIT: %s", take_error(err, buf, sizeof buf));
+        J.jit = NULL;
+        return;
+    }
+    J.jd = LLVMOrcLLJITGetMainJITDylib(J.jit);
+    /* the C library functions kernels call, by address (whatever the
+     * executable exports), and the process's other symbols for the rest */
+    static const struct {
+        const char *name;
+        void *addr;
+    } syms[] = {
+        {"tjl_ipow", (void *)tjl_ipow}, {"exp", (void *)exp},     {"log", (void *)log},
+        {"tanh", (void *)tanh},         {"erf", (void *)erf},     {"erff", (void *)erff},
+        {"pow", (void *)pow},           {"powf", (void *)powf},   {"log1p", (void *)log1p},
+        {"log1pf", (void *)log1pf},     {"expm1", (void *)expm1}, {"expm1f", (void *)expm1f},
+        {"sin", (void *)sin},           {"sinf", (void *)sinf},   {"cos", (void *)cos},
+        {"cosf", (void *)cosf},
+    };
+    enum { N = sizeof syms / sizeof syms[0] };
+    LLVMOrcCSymbolMapPair pairs[N];
+    for (int i = 0; i < N; i++) {
+        pairs[i].Name = LLVMOrcLLJITMangleAndIntern(J.jit, syms[i].name);
+        pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)syms[i].addr;
+        pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+        pairs[i].Sym.Flags.TargetFlags = 0;
+    }
+    err = LLVMOrcJITDylibDefine(J.jd, LLVMOrcAbsoluteSymbols(pairs, N));
+    if (err) {
+        snprintf(J.init_error, sizeof J.init_error, "cannot define symbols: %s", take_error(err, buf, sizeof buf));
+        return;
+    }
+    LLVMOrcDefinitionGeneratorRef gen;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(J.jit), NULL, NULL);
+    if (err) {
+        snprintf(J.init_error, sizeof J.init_error, "%s", take_error(err, buf, sizeof buf));
+        return;
+    }
+    LLVMOrcJITDylibAddGenerator(J.jd, gen);
+}
+
+static tj_status ready(void) {
+    pthread_once(&J.once, init_jit);
+    if (J.init_error[0]) return tjc_error(TJ_ERR_UNSUPPORTED, "llvm backend: %s", J.init_error);
+    return TJ_OK;
+}
+
+static LLVMTargetMachineRef host_machine(void) {
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(J.triple, &target, &msg)) {
+        tjc_error(TJ_ERR_UNSUPPORTED, "llvm backend: %s", msg ? msg : "no target");
+        LLVMDisposeMessage(msg);
+        return NULL;
+    }
+    return LLVMCreateTargetMachine(target, J.triple, J.cpu, J.features, LLVMCodeGenLevelAggressive,
+                                   LLVMRelocPIC, LLVMCodeModelSmall);
+}
+
+/* Target, data layout and CPU attributes on the module; its kernel renamed. */
+static tj_status prepare(tjl_ir *ir, LLVMTargetMachineRef tm) {
+    LLVMSetTarget(ir->mod, J.triple);
+    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(ir->mod, dl);
+    LLVMDisposeTargetData(dl);
+    for (LLVMValueRef f = LLVMGetFirstFunction(ir->mod); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMIsDeclaration(f)) continue;
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ir->ctx, "target-cpu", 10, J.cpu, (unsigned)strlen(J.cpu)));
+        LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ir->ctx, "target-features", 15, J.features,
+                                                          (unsigned)strlen(J.features)));
+    }
+    char *msg = NULL;
+    if (LLVMVerifyModule(ir->mod, LLVMReturnStatusAction, &msg)) {
+        tjc_error(TJ_ERR_INTERNAL, "llvm backend: the generated IR is invalid: %.300s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return TJ_ERR_INTERNAL;
+    }
+    LLVMDisposeMessage(msg);
+    return TJ_OK;
+}
+
+static tj_status optimise(tjl_ir *ir, LLVMTargetMachineRef tm) {
+    LLVMPassBuilderOptionsRef o = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(o, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(o, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(o, 1);
+    LLVMPassBuilderOptionsSetLoopUnrolling(o, 1);
+    LLVMErrorRef err = LLVMRunPasses(ir->mod, "default<O3>", tm, o);
+    LLVMDisposePassBuilderOptions(o);
+    if (err) {
+        char buf[200];
+        return tjc_error(TJ_ERR_INTERNAL, "llvm backend: optimiser: %s", take_error(err, buf, sizeof buf));
+    }
+    return TJ_OK;
+}
+
+static LLVMMemoryBufferRef emit(tjl_ir *ir, LLVMTargetMachineRef tm, LLVMCodeGenFileType kind) {
+    LLVMMemoryBufferRef buf = NULL;
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, ir->mod, kind, &msg, &buf)) {
+        tjc_error(TJ_ERR_INTERNAL, "llvm backend: code generation: %s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return NULL;
+    }
+    return buf;
+}
+
+static bool rename_kernel(tjl_ir *ir, const char *name, const char *symbol) {
+    LLVMValueRef f = LLVMGetNamedFunction(ir->mod, name);
+    if (!f) return false;
+    LLVMSetValueName2(f, symbol, strlen(symbol));
+    return true;
+}
+
+/* ---- the on-disk cache -------------------------------------------------------- */
+
+static bool cache_dir(char *dir, size_t n) {
+    const char *d = getenv("TJIT_CACHE_DIR");
+    if (d && d[0]) {
+        snprintf(dir, n, "%s", d);
+    } else {
+        const char *on = getenv("TJIT_LLVM_CACHE");
+        if (!on || strcmp(on, "1")) return false;
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0]) snprintf(dir, n, "%s/tjit", xdg);
+        else if (home && home[0]) snprintf(dir, n, "%s/.cache/tjit", home);
+        else return false;
+    }
+    return true;
+}
+
+/* The object code stored for key, or NULL (a missing, unreadable or
+ * mismatching file is just a miss). */
+static LLVMMemoryBufferRef cache_read(const char *dir, const char *symbol, const char *key) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s.o", dir, symbol) >= (int)sizeof path) return NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    char magic[8];
+    uint64_t key_len = 0;
+    size_t want = strlen(key);
+    char *data = NULL;
+    if (fread(magic, 1, 8, f) == 8 && !memcmp(magic, CACHE_MAGIC, 8) && fread(&key_len, 8, 1, f) == 1 &&
+        key_len == want && fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        long obj = size - 16 - (long)key_len;
+        if (obj > 0 && fseek(f, 16, SEEK_SET) == 0 && (data = malloc((size_t)size))) {
+            if (fread(data, 1, (size_t)(size - 16), f) == (size_t)(size - 16) && !memcmp(data, key, key_len))
+                buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data + key_len, (size_t)obj, symbol);
+        }
+    }
+    free(data);
+    fclose(f);
+    return buf;
+}
+
+static void mkdirs(const char *dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+}
+
+/* Written to a temporary file and renamed, so readers never see half a file. */
+static void cache_write(const char *dir, const char *symbol, const char *key, LLVMMemoryBufferRef obj) {
+    mkdirs(dir);
+    char tmp[4096], path[4096];
+    if (snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, symbol) >= (int)sizeof tmp ||
+        snprintf(path, sizeof path, "%s/%s.o", dir, symbol) >= (int)sizeof path)
+        return;
+    int fd = mkstemp(tmp);
+    if (fd < 0) return;
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        unlink(tmp);
+        return;
+    }
+    uint64_t key_len = strlen(key);
+    bool ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&key_len, 8, 1, f) == 1 &&
+              fwrite(key, 1, key_len, f) == key_len &&
+              fwrite(LLVMGetBufferStart(obj), 1, LLVMGetBufferSize(obj), f) == LLVMGetBufferSize(obj);
+    ok &= fclose(f) == 0;
+    if (!ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* ---- loading ------------------------------------------------------------------ */
+
+static uint64_t fnv1a(const char *s, uint64_t h) {
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static tjl_code *find(const char *symbol, const char *key) {
+    for (tjl_code *c = J.codes; c; c = c->next)
+        if (!strcmp(c->symbol, symbol) && !strcmp(c->key, key)) return c;
+    return NULL;
+}
+
+/* Links obj (taken) into the JIT under the registry's lock; the existing
+ * copy when another thread got there first. */
+static tjl_code *link_object(const char *symbol, char *key, LLVMMemoryBufferRef obj, bool *shared) {
+    char buf[200];
+    pthread_mutex_lock(&J.lock);
+    tjl_code *c = find(symbol, key);
+    if (c) {
+        c->refs++;
+        *shared = true;
+        LLVMDisposeMemoryBuffer(obj);
+        free(key);
+        pthread_mutex_unlock(&J.lock);
+        return c;
+    }
+    c = calloc(1, sizeof *c);
+    LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(J.jd);
+    LLVMErrorRef err = c ? LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, obj) : NULL;
+    LLVMOrcExecutorAddress addr = 0;
+    if (!c) {
+        LLVMDisposeMemoryBuffer(obj);
+        tjc_error(TJ_ERR_MEMORY, "out of memory");
+    } else if (err || (err = LLVMOrcLLJITLookup(J.jit, &addr, symbol))) {
+        tjc_error(TJ_ERR_INTERNAL, "llvm backend: linking %s: %s", symbol, take_error(err, buf, sizeof buf));
+    }
+    if (!c || !addr) {
+        LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(rt);
+        if (e2) LLVMConsumeError(e2);
+        LLVMOrcReleaseResourceTracker(rt);
+        free(c);
+        free(key);
+        pthread_mutex_unlock(&J.lock);
+        return NULL;
+    }
+    snprintf(c->symbol, sizeof c->symbol, "%s", symbol);
+    c->key = key;
+    c->rt = rt;
+    c->entry = (tjl_entry)(uintptr_t)addr;
+    c->refs = 1;
+    c->next = J.codes;
+    J.codes = c;
+    atomic_fetch_add(&J.loaded, 1);
+    pthread_mutex_unlock(&J.lock);
+    *shared = false;
+    return c;
+}
+
+tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
+    tjl_timing t = *tm_out;
+    double t0 = now_ms();
+    if (ready() != TJ_OK) return NULL;
+    LLVMTargetMachineRef tm = host_machine();
+    if (!tm) return NULL;
+    tjl_code *code = NULL;
+    char *key = NULL;
+    if (prepare(ir, tm) != TJ_OK) goto done;
+    char *text = LLVMPrintModuleToString(ir->mod);
+    size_t n = strlen(KEY_VERSION) + strlen(J.triple) + strlen(J.cpu) + strlen(J.features) + strlen(text) + 16;
+    key = malloc(n);
+    if (!key) {
+        LLVMDisposeMessage(text);
+        tjc_error(TJ_ERR_MEMORY, "out of memory");
+        goto done;
+    }
+    snprintf(key, n, "%s; %s %s %s\n%s", KEY_VERSION, J.triple, J.cpu, J.features, text);
+    LLVMDisposeMessage(text);
+    char symbol[48];
+    snprintf(symbol, sizeof symbol, "tjl_%016llx%016llx", (unsigned long long)fnv1a(key, 0xcbf29ce484222325ull),
+             (unsigned long long)fnv1a(key, 0x84222325cbf29ce4ull));
+    pthread_mutex_lock(&J.lock);
+    code = find(symbol, key);
+    if (code) code->refs++;
+    pthread_mutex_unlock(&J.lock);
+    if (code) {
+        t.memory_hit = true;
+        atomic_fetch_add(&J.memory_hits, 1);
+        goto done;
+    }
+    char dir[4096];
+    bool cached = cache_dir(dir, sizeof dir);
+    LLVMMemoryBufferRef obj = cached ? cache_read(dir, symbol, key) : NULL;
+    t.disk_hit = obj != NULL;
+    if (!obj) {
+        if (!rename_kernel(ir, name, symbol)) {
+            tjc_error(TJ_ERR_INTERNAL, "llvm backend: no function %s", name);
+            goto done;
+        }
+        double t1 = now_ms();
+        if (optimise(ir, tm) != TJ_OK) goto done;
+        double t2 = now_ms();
+        obj = emit(ir, tm, LLVMObjectFile);
+        t.optimise_ms = t2 - t1;
+        t.codegen_ms = now_ms() - t2;
+        if (!obj) goto done;
+        if (cached) cache_write(dir, symbol, key, obj);
+    }
+    double t3 = now_ms();
+    bool shared = false;
+    code = link_object(symbol, key, obj, &shared); /* takes obj and key */
+    key = NULL;
+    t.link_ms = now_ms() - t3;
+    if (code && shared) {
+        t.memory_hit = true;
+        atomic_fetch_add(&J.memory_hits, 1);
+    } else if (code) {
+        atomic_fetch_add(t.disk_hit ? &J.disk_hits : &J.compiled, 1);
+    }
+done:
+    free(key);
+    LLVMDisposeTargetMachine(tm);
+    tjl_ir_dispose(ir); /* the module is spent either way */
+    atomic_fetch_add(&J.compile_ns, (long long)((now_ms() - t0) * 1e6));
+    *tm_out = t;
+    return code;
+}
+
+tjl_entry tjl_code_entry(const tjl_code *c) { return c->entry; }
+const char *tjl_code_symbol(const tjl_code *c) { return c->symbol; }
+
+void tjl_code_release(tjl_code *c) {
+    if (!c) return;
+    pthread_mutex_lock(&J.lock);
+    if (--c->refs == 0) {
+        for (tjl_code **p = &J.codes; *p; p = &(*p)->next)
+            if (*p == c) {
+                *p = c->next;
+                break;
+            }
+        LLVMErrorRef err = LLVMOrcResourceTrackerRemove(c->rt);
+        if (err) LLVMConsumeError(err);
+        LLVMOrcReleaseResourceTracker(c->rt);
+        free(c->key);
+        free(c);
+        atomic_fetch_sub(&J.loaded, 1);
+    }
+    pthread_mutex_unlock(&J.lock);
+}
+
+char *tjl_jit_text(tjl_ir *ir, const char *name, tjl_text what) {
+    if (ready() != TJ_OK) return NULL;
+    LLVMTargetMachineRef tm = host_machine();
+    if (!tm) return NULL;
+    char *out = NULL;
+    if (prepare(ir, tm) == TJ_OK && rename_kernel(ir, name, name) &&
+        (what == TJL_TEXT_IR || optimise(ir, tm) == TJ_OK)) {
+        if (what == TJL_TEXT_ASM) {
+            LLVMMemoryBufferRef buf = emit(ir, tm, LLVMAssemblyFile);
+            if (buf) {
+                size_t n = LLVMGetBufferSize(buf);
+                if ((out = malloc(n + 1))) {
+                    memcpy(out, LLVMGetBufferStart(buf), n);
+                    out[n] = 0;
+                }
+                LLVMDisposeMemoryBuffer(buf);
+            }
+        } else {
+            char *s = LLVMPrintModuleToString(ir->mod);
+            out = strdup(s);
+            LLVMDisposeMessage(s);
+        }
+    }
+    LLVMDisposeTargetMachine(tm);
+    return out;
+}
+
+void tjl_count_fallback(void) { atomic_fetch_add(&J.fallbacks, 1); }
+
+void tjl_jit_stats(tjl_stats *s) {
+    s->compiled = atomic_load(&J.compiled);
+    s->disk_hits = atomic_load(&J.disk_hits);
+    s->memory_hits = atomic_load(&J.memory_hits);
+    s->fallbacks = atomic_load(&J.fallbacks);
+    s->compile_ms = (double)atomic_load(&J.compile_ns) * 1e-6;
+    s->loaded = atomic_load(&J.loaded);
+}

@@ -1,0 +1,32 @@
+/* fuser_cases.h — the fuser's differential tester, shared by the tests of
+ * the fusion backends (test_fuser.c: the portable runner; test_llvm.c: the
+ * LLVM backend): random pointwise models (random ops from the table,
+ * broadcasting, 0-dim and chunked inputs, mixed dtypes) traced, fused and
+ * run on contiguous and strided inputs must equal the unfused replay bit for
+ * bit. Prefix tt_. */
+#ifndef TJIT_FUSER_CASES_H
+#define TJIT_FUSER_CASES_H
+
+#include "core/core.h"
+#include "tests/support/testing.h"
+
+typedef struct tt_fuser_opts {
+    const char *backend;                  /* of the fused program; NULL: the portable runner */
+    bool (*op_ok)(const tj_op_info *op);  /* ops the models may call; NULL: every fusible one */
+    bool int_inputs;                      /* i64 and bool inputs as well as f32 and f64 */
+} tt_fuser_opts;
+
+typedef struct tt_fuser_counts {
+    int cases, fused_cases, groups;
+} tt_fuser_counts;
+
+/* A program of g (cloned, with its bindings), fused first when asked; the
+ * group count goes to *groups when not NULL. */
+tj_program *tt_compile_with(tj_graph *g, bool fuse, const char *backend, int *groups);
+/* Exact equality, NaN equal to NaN; the message names the case. */
+void tt_assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed);
+/* One random case (deterministic per seed): its model, unfused and fused,
+ * on contiguous then strided inputs. */
+void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_counts *c);
+
+#endif
