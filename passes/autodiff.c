@@ -72,6 +72,11 @@ static tjg_val rule_output(tjg_ctx *c, int i) {
     return s;
 }
 
+static tj_type rule_input_type(tjg_ctx *c, int i) {
+    diff *d = c->driver;
+    return *tj_value_type(tj_node_input(d->node, i));
+}
+
 static bool needs(const diff *d, const tj_value *v) { return tjc_ptrmap_has(&d->needs, v); }
 
 /* Adds g to v's gradient. */
@@ -130,7 +135,8 @@ static tj_status run_rule(diff *d, tj_node *n) {
     d->node = n;
     tjg_ctx c = {.e = &d->emit.base, .op = op, .attrs = tj_node_attrs(n), .n_in = n_in,
                  .n_out = n_out, .grad_out = grad_out, .needs = want, .grad_in = grad_in,
-                 .input_fn = rule_input, .output_fn = rule_output, .driver = d};
+                 .input_fn = rule_input, .output_fn = rule_output,
+                 .input_type_fn = rule_input_type, .driver = d};
     memset(grad_in, 0, sizeof(tjg_val) * (size_t)n_in);
     tj_status st = e->rule(&c);
     if (!st) st = c.status;

@@ -55,6 +55,7 @@ struct tjg_ctx {
     /* the driver's: forward values by position */
     tjg_val (*input_fn)(tjg_ctx *c, int i);
     tjg_val (*output_fn)(tjg_ctx *c, int i);
+    tj_type (*input_type_fn)(tjg_ctx *c, int i);
     void *driver;
 };
 
@@ -77,6 +78,8 @@ const tjg_rule_entry *tjg_rule_for(const tj_op_info *op);
 tjg_val tjg_input(tjg_ctx *c, int i);  /* forward input i (NULL for an absent optional) */
 tjg_val tjg_output(tjg_ctx *c, int i); /* forward output i */
 tj_type tjg_type(tjg_ctx *c, tjg_val v);
+/* The type of forward input i, without saving the input for backward. */
+tj_type tjg_input_type(tjg_ctx *c, int i);
 /* The forward input's attribute by name (a rule may also index c->attrs). */
 const tj_attr *tjg_attr(tjg_ctx *c, const char *name);
 
@@ -96,6 +99,9 @@ tjg_val tjg_add_scalar(tjg_ctx *c, tjg_val a, double s); /* a + s */
 /* A gradient of a broadcast result reduced to like's sizes and converted to
  * like's dtype (the way every broadcasting op's rule ends). */
 tjg_val tjg_sum_to(tjg_ctx *c, tjg_val g, tjg_val like);
+/* The same to forward input i's sizes and dtype, which needs only its type:
+ * prefer it, since it does not keep the input alive for backward. */
+tjg_val tjg_sum_to_input(tjg_ctx *c, tjg_val g, int i);
 tjg_val tjg_zeros_like(tjg_ctx *c, tjg_val like);
 
 /* ---- emitters ------------------------------------------------------------------- */

@@ -234,9 +234,13 @@ tjg_val tjg_add_scalar(tjg_ctx *c, tjg_val a, double s) {
     return tjg_op(c, TJ_OP_add_scalar, &a, 1, attrs);
 }
 
-tjg_val tjg_sum_to(tjg_ctx *c, tjg_val g, tjg_val like) {
-    if (!g || !like || c->status) return NULL;
-    tj_type tg = tjg_type(c, g), tl = tjg_type(c, like);
+tj_type tjg_input_type(tjg_ctx *c, int i) {
+    return c->input_type_fn ? c->input_type_fn(c, i) : tjg_type(c, tjg_input(c, i));
+}
+
+static tjg_val sum_to_type(tjg_ctx *c, tjg_val g, tj_type tl) {
+    if (!g || c->status) return NULL;
+    tj_type tg = tjg_type(c, g);
     if (tg.ndim != tl.ndim || memcmp(tg.sizes, tl.sizes, sizeof(int64_t) * (size_t)tl.ndim) != 0) {
         tj_attr size = {.ints = {tl.sizes, tl.ndim}};
         g = tjg_op(c, TJ_OP_sum_to_size, &g, 1, &size);
@@ -248,6 +252,12 @@ tjg_val tjg_sum_to(tjg_ctx *c, tjg_val g, tjg_val like) {
     }
     return g;
 }
+
+tjg_val tjg_sum_to(tjg_ctx *c, tjg_val g, tjg_val like) {
+    return like ? sum_to_type(c, g, tjg_type(c, like)) : NULL;
+}
+
+tjg_val tjg_sum_to_input(tjg_ctx *c, tjg_val g, int i) { return sum_to_type(c, g, tjg_input_type(c, i)); }
 
 tjg_val tjg_zeros_like(tjg_ctx *c, tjg_val like) {
     return like ? tjg_op(c, TJ_OP_zeros_like, &like, 1, NULL) : NULL;
@@ -261,6 +271,10 @@ typedef struct eager_driver {
 
 static tjg_val eager_input(tjg_ctx *c, int i) { return ((eager_driver *)c->driver)->in[i]; }
 static tjg_val eager_output(tjg_ctx *c, int i) { return ((eager_driver *)c->driver)->out[i]; }
+static tj_type eager_input_type(tjg_ctx *c, int i) {
+    const tj_tensor *t = ((eager_driver *)c->driver)->in[i];
+    return t ? tj_type_of_tensor(t) : tj_type_scalar(TJ_TYPE_NONE);
+}
 
 tj_status tjg_eager_grad(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                          tj_tensor *const *out, int n_out, tj_tensor *const *grad_out,
@@ -272,7 +286,8 @@ tj_status tjg_eager_grad(const tj_op_info *op, tj_tensor *const *in, int n_in, c
     eager_driver d = {in, out};
     tjg_ctx c = {.e = tjg_eager_emitter(), .op = op, .attrs = attrs, .n_in = n_in, .n_out = n_out,
                  .grad_out = (const tjg_val *)grad_out, .needs = needs, .grad_in = (tjg_val *)grad_in,
-                 .input_fn = eager_input, .output_fn = eager_output, .driver = &d};
+                 .input_fn = eager_input, .output_fn = eager_output,
+                 .input_type_fn = eager_input_type, .driver = &d};
     for (int i = 0; i < n_in; i++) grad_in[i] = NULL;
     tj_scope_begin(); /* the rule's temporaries */
     tj_status st = entry->rule(&c);

@@ -92,24 +92,24 @@ static tj_status d_reciprocal(tjg_ctx *c) { SET(0, tjg_neg(c, tjg_mul(c, G, squa
 /* ---- binary ---------------------------------------------------------------------------- */
 
 static tj_status d_add(tjg_ctx *c) {
-    SET(0, tjg_sum_to(c, G, IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_scale(c, G, tjg_attr(c, "alpha")->f), IN(1)));
+    SET(0, tjg_sum_to_input(c, G, 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_scale(c, G, tjg_attr(c, "alpha")->f), 1));
     return TJ_OK;
 }
 static tj_status d_sub(tjg_ctx *c) {
-    SET(0, tjg_sum_to(c, G, IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_scale(c, G, -tjg_attr(c, "alpha")->f), IN(1)));
+    SET(0, tjg_sum_to_input(c, G, 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_scale(c, G, -tjg_attr(c, "alpha")->f), 1));
     return TJ_OK;
 }
 static tj_status d_mul(tjg_ctx *c) {
-    if (c->needs[0]) SET(0, tjg_sum_to(c, tjg_mul(c, G, IN(1)), IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_mul(c, G, IN(0)), IN(1)));
+    if (c->needs[0]) SET(0, tjg_sum_to_input(c, tjg_mul(c, G, IN(1)), 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_mul(c, G, IN(0)), 1));
     return TJ_OK;
 }
 static tj_status d_div(tjg_ctx *c) { /* a/b: g/b and -g a/b^2 = -(g/b) y */
     tjg_val gb = tjg_div(c, G, IN(1));
-    if (c->needs[0]) SET(0, tjg_sum_to(c, gb, IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_neg(c, tjg_mul(c, gb, OUT)), IN(1)));
+    if (c->needs[0]) SET(0, tjg_sum_to_input(c, gb, 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_neg(c, tjg_mul(c, gb, OUT)), 1));
     return TJ_OK;
 }
 static tj_status d_pow(tjg_ctx *c) { /* a^b: b a^(b-1) and a^b log a (0 where a == 0, b >= 0) */
@@ -146,9 +146,9 @@ static tj_status d_minimum(tjg_ctx *c) { return d_extremum(c, TJ_OP_lt); }
 
 /* ---- .Scalar forms: the C double is not differentiated ---------------------------- */
 
-static tj_status d_add_scalar(tjg_ctx *c) { SET(0, tjg_sum_to(c, G, IN(0))); return TJ_OK; }
-static tj_status d_mul_scalar(tjg_ctx *c) { SET(0, tjg_sum_to(c, tjg_scale(c, G, scalar_attr(c, 0)), IN(0))); return TJ_OK; }
-static tj_status d_div_scalar(tjg_ctx *c) { SET(0, tjg_sum_to(c, tjg_scale(c, G, 1.0 / scalar_attr(c, 0)), IN(0))); return TJ_OK; }
+static tj_status d_add_scalar(tjg_ctx *c) { SET(0, tjg_sum_to_input(c, G, 0)); return TJ_OK; }
+static tj_status d_mul_scalar(tjg_ctx *c) { SET(0, tjg_sum_to_input(c, tjg_scale(c, G, scalar_attr(c, 0)), 0)); return TJ_OK; }
+static tj_status d_div_scalar(tjg_ctx *c) { SET(0, tjg_sum_to_input(c, tjg_scale(c, G, 1.0 / scalar_attr(c, 0)), 0)); return TJ_OK; }
 static tj_status d_pow_scalar(tjg_ctx *c) { /* s a^(s-1) */
     double s = scalar_attr(c, 0);
     tjg_val a = IN(0);
@@ -177,8 +177,8 @@ static tj_status d_minimum_scalar(tjg_ctx *c) { return d_extremum_scalar(c, TJ_O
 
 static tj_status d_where(tjg_ctx *c) {
     tjg_val cond = IN(0), g = G, zero = tjg_zeros_like(c, g);
-    if (c->needs[1]) SET(1, tjg_sum_to(c, where(c, cond, g, zero), IN(1)));
-    if (c->needs[2]) SET(2, tjg_sum_to(c, where(c, cond, zero, g), IN(2)));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, where(c, cond, g, zero), 1));
+    if (c->needs[2]) SET(2, tjg_sum_to_input(c, where(c, cond, zero, g), 2));
     return TJ_OK;
 }
 static tj_status d_clamp(tjg_ctx *c) { /* passes where min <= a <= max */
@@ -194,8 +194,8 @@ static tj_status d_clamp(tjg_ctx *c) { /* passes where min <= a <= max */
 }
 static tj_status d_lerp(tjg_ctx *c) { /* a + w (b - a) */
     double w = scalar_attr(c, 0);
-    if (c->needs[0]) SET(0, tjg_sum_to(c, tjg_scale(c, G, 1.0 - w), IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_scale(c, G, w), IN(1)));
+    if (c->needs[0]) SET(0, tjg_sum_to_input(c, tjg_scale(c, G, 1.0 - w), 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_scale(c, G, w), 1));
     return TJ_OK;
 }
 static tj_status d_lerp_tensor(tjg_ctx *c) {
@@ -207,15 +207,15 @@ static tj_status d_lerp_tensor(tjg_ctx *c) {
 }
 static tj_status d_addcmul(tjg_ctx *c) { /* a + v t1 t2 */
     double v = tjg_attr(c, "value")->f;
-    if (c->needs[0]) SET(0, tjg_sum_to(c, G, IN(0)));
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_scale(c, tjg_mul(c, G, IN(2)), v), IN(1)));
-    if (c->needs[2]) SET(2, tjg_sum_to(c, tjg_scale(c, tjg_mul(c, G, IN(1)), v), IN(2)));
+    if (c->needs[0]) SET(0, tjg_sum_to_input(c, G, 0));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_scale(c, tjg_mul(c, G, IN(2)), v), 1));
+    if (c->needs[2]) SET(2, tjg_sum_to_input(c, tjg_scale(c, tjg_mul(c, G, IN(1)), v), 2));
     return TJ_OK;
 }
 static tj_status d_clone(tjg_ctx *c) { SET(0, G); return TJ_OK; }
-static tj_status d_to_dtype(tjg_ctx *c) { SET(0, tjg_sum_to(c, G, IN(0))); return TJ_OK; }
+static tj_status d_to_dtype(tjg_ctx *c) { SET(0, tjg_sum_to_input(c, G, 0)); return TJ_OK; }
 static tj_status d_copy_(tjg_ctx *c) { /* self is overwritten: only src gets a gradient */
-    SET(1, tjg_sum_to(c, G, IN(1)));
+    SET(1, tjg_sum_to_input(c, G, 1));
     return TJ_OK;
 }
 
