@@ -23,6 +23,7 @@ build-asan: deps
 
 demo: build
 	$(BUILD_DIR)/example_demo
+	$(BUILD_DIR)/example_train mlp 30
 
 test-release: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j2
