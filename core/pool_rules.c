@@ -1,7 +1,7 @@
 /* pool_rules.c — shape and dtype rules of the pooling rows of ops_linalg.def
- * (max, average and adaptive average pooling and their backward ops), and the
- * geometry (core/linalg.h) their kernels read. Output sizes follow PyTorch's
- * pooling_output_shape, ceil_mode included. */
+ * (max, average and adaptive average pooling, their backward ops and
+ * max_pool2d_gather), and the geometry (core/linalg.h) their kernels read.
+ * Output sizes follow PyTorch's pooling_output_shape, ceil_mode included. */
 #include <string.h>
 
 #include "linalg.h"
@@ -133,7 +133,8 @@ tj_status tjc_pool_geometry(const tjc_call *c, tjc_pool_geom *g) {
                              c->op->name, (long long)g->oh, (long long)g->ow);
     } else {
         bool is_max = id == TJ_OP_max_pool2d_with_indices || id == TJ_OP_max_pool2d ||
-                      id == TJ_OP_max_pool2d_with_indices_backward;
+                      id == TJ_OP_max_pool2d_with_indices_backward ||
+                      id == TJ_OP_max_pool2d_gather;
         pool_attrs at = is_max ? (pool_attrs){0, 1, 2, 3, 4, -1} : (pool_attrs){0, 1, 2, -1, 3, 4};
         if ((st = window_params(c, at, x_pos, g))) return st;
     }
@@ -142,6 +143,7 @@ tj_status tjc_pool_geometry(const tjc_call *c, tjc_pool_geom *g) {
         if (id == TJ_OP_max_pool2d_with_indices_backward && (st = check_pooled(c, 2, g, TJ_I64)))
             return st;
     }
+    if (id == TJ_OP_max_pool2d_gather && (st = check_pooled(c, 1, g, TJ_I64))) return st;
     return TJ_OK;
 }
 

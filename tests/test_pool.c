@@ -1,5 +1,6 @@
 /* test_pool.c — the pooling ops (max_pool2d(_with_indices), avg_pool2d,
- * adaptive_avg_pool2d and their backward ops) against naive double-precision
+ * adaptive_avg_pool2d, their backward ops and max_pool2d_gather, the adjoint
+ * of max pooling's backward) against naive double-precision
  * loops: kernel/stride/padding/dilation/ceil_mode/count_include_pad
  * combinations, strided and channels-last inputs, unbatched inputs, f32 and
  * f64; the backward ops also against finite differences; NaN handling; and
@@ -15,7 +16,7 @@ static tj_generator *gen;
 static const char *const pool_ops[] = {
     "aten::max_pool2d_with_indices", "aten::max_pool2d", "aten::max_pool2d_with_indices_backward",
     "aten::avg_pool2d", "aten::avg_pool2d_backward", "aten::adaptive_avg_pool2d",
-    "aten::_adaptive_avg_pool2d_backward"};
+    "aten::_adaptive_avg_pool2d_backward", "tjit::max_pool2d_gather"};
 enum { N_POOL_OPS = sizeof pool_ops / sizeof pool_ops[0] };
 
 static const tj_dtype dtypes[] = {TJ_F32, TJ_F64};
@@ -179,6 +180,11 @@ static void run_window_case(const pspec *s, tj_dtype dt, int layout, bool unbatc
                                                        out[1]);
     tt_assert_close_ref(g, &gx, tol(dt), tol(dt));
     lt_mark("aten::max_pool2d_with_indices_backward");
+    /* read back at the indices, x gives its maxima */
+    tj_tensor *gathered = tj_max_pool2d_gather(x, k, 2, st, n_st, pd, 2, dl, 2, s->ceil, out[1]);
+    tt_assert_close_ref(gathered, &y, 0, 0);
+    lt_mark("tjit::max_pool2d_gather");
+    tj_release(gathered);
     tj_release(g);
     tj_release(y2);
     tj_release(out[0]);
@@ -365,6 +371,11 @@ static void test_errors(void **state) {
                 "5x5 input plane");
     expect_null(tj_max_pool2d_with_indices_backward(gy, x, k3, 2, one, 2, p0, 2, one, 2, false, gy),
                 "aten::max_pool2d_with_indices_backward: 'indices' must be i64; got f32");
+    expect_null(tj_max_pool2d_gather(x, k3, 2, one, 2, p0, 2, one, 2, false, ind),
+                "tjit::max_pool2d_gather: an element of 'indices' lies outside its 5x5 input plane");
+    expect_null(tj_max_pool2d_gather(x, k3, 2, one, 2, p0, 2, one, 2, false, gbad),
+                "tjit::max_pool2d_gather: 'indices' has sizes [1, 2, 2, 2] but the pooled output "
+                "has [1, 2, 3, 3]");
     expect_null(tj_adaptive_avg_pool2d(x, o0, 2),
                 "aten::adaptive_avg_pool2d: output_size must be positive; got [0, 2]");
 

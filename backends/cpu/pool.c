@@ -1,5 +1,5 @@
 /* pool.c — CPU kernels of max_pool2d(_with_indices), avg_pool2d,
- * adaptive_avg_pool2d and their backward ops. The typed loops are in
+ * adaptive_avg_pool2d, their backward ops and max_pool2d_gather. The typed loops are in
  * pool_impl.h; this file picks the type and splits the N * C planes across
  * threads (planes never share output elements, backward ones included). */
 #include <math.h>
@@ -82,6 +82,29 @@ tj_status tjcpu_max_pool2d_backward(const tjc_call *c) {
                             atomic_store(&bad, true));
     else
         OVER_PLANES(&g, if (!max_pool_backward_f64(&g, go, gs, ind, is, (double *)gid, p0, p1))
+                            atomic_store(&bad, true));
+    if (atomic_load(&bad))
+        return tjc_error(TJ_ERR_ARG, "%s: an element of 'indices' lies outside its %lldx%lld "
+                         "input plane", c->op->name, (long long)g.h, (long long)g.w);
+    return TJ_OK;
+}
+
+tj_status tjcpu_max_pool2d_gather(const tjc_call *c) {
+    tjc_pool_geom g;
+    tj_status st = tjc_pool_geometry(c, &g);
+    if (st) return st;
+    int64_t xs[4], is[4];
+    strides4(c->in[0], xs);
+    strides4(c->in[1], is);
+    const char *x = tjc_data_ptr(c->in[0]), *ind = tjc_data_ptr(c->in[1]);
+    char *out = tjc_data_ptr(c->out[0]);
+    int threads = plane_threads(&g, 1);
+    atomic_bool bad = false;
+    if (c->in[0]->dtype == TJ_F32)
+        OVER_PLANES(&g, if (!max_pool_gather_f32(&g, x, xs, ind, is, (float *)out, p0, p1))
+                            atomic_store(&bad, true));
+    else
+        OVER_PLANES(&g, if (!max_pool_gather_f64(&g, x, xs, ind, is, (double *)out, p0, p1))
                             atomic_store(&bad, true));
     if (atomic_load(&bad))
         return tjc_error(TJ_ERR_ARG, "%s: an element of 'indices' lies outside its %lldx%lld "

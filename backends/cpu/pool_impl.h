@@ -60,6 +60,25 @@ static bool FN(max_pool_backward)(const tjc_pool_geom *g, const char *go, const 
     return true;
 }
 
+/* out[p, oh, ow] = x[p, indices[p, oh, ow]]: the adjoint of max_pool_backward.
+ * Returns false when an index lies outside its plane. */
+static bool FN(max_pool_gather)(const tjc_pool_geom *g, const char *x, const int64_t *xs,
+                                const char *ind, const int64_t *is, T *out, int64_t p0,
+                                int64_t p1) {
+    int64_t hw = g->h * g->w;
+    for (int64_t p = p0; p < p1; p++) {
+        T *o = out + p * g->oh * g->ow;
+        for (int64_t y = 0; y < g->oh; y++)
+            for (int64_t xx = 0; xx < g->ow; xx++) {
+                int64_t k = ((const int64_t *)ind)[(p / g->c) * is[0] + (p % g->c) * is[1] +
+                                                   y * is[2] + xx * is[3]];
+                if (k < 0 || k >= hw) return false;
+                o[y * g->ow + xx] = AT(x, xs, p, k / g->w, k % g->w);
+            }
+    }
+    return true;
+}
+
 /* The window of average-pooling cell (oh, ow) clipped to the input, and its
  * divisor, exactly as PyTorch's avg_pool2d computes them. */
 static inline int64_t FN(avg_window)(const tjc_pool_geom *g, int64_t oh, int64_t ow, int64_t *hs,
