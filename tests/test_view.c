@@ -117,6 +117,20 @@ static const vcase cases[] = {
     {"aten::unbind.int", S(2, 3, 4), S0, {-1}}, {"aten::unbind.int", S(5), S0, {0}},
     {"aten::unbind.int", S(0, 3), S0, {0}},  {"aten::unbind.int", S(3, 0), S0, {0}},
     {"aten::unbind.int", S(12, 2), S0, {0}},
+    /* the gradient ops of views: the input is the gradient, the list the
+     * viewed tensor's sizes */
+    {"aten::select_backward", S(4), S(3, 4), {0, 1}},
+    {"aten::select_backward", S(3), S(3, 4), {1, -1}},
+    {"aten::select_backward", S0, S(5), {0, 4}},
+    {"aten::select_backward", S(2, 0), S(2, 3, 0), {1, 2}},
+    {"aten::slice_backward", S(3, 2), S(7, 2), {0, 1, 6, 2}},
+    {"aten::slice_backward", S(3, 2), S(3, 7), {-1, -5, BIG, 3}},
+    {"aten::slice_backward", S(4, 3), S(4, 3), {0, 0, BIG, 1}},
+    {"aten::slice_backward", S(4, 0), S(4, 3), {1, 2, 1, 1}},
+    {"aten::slice_backward", S(1, 3), S(4, 3), {0, -100, 1, BIG}},
+    {"aten::new_zeros", S(2, 3), S(4, 1, 2)},
+    {"aten::new_zeros", S(3), S0},
+    {"aten::new_zeros", S0, S(0, 3)},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 
@@ -211,6 +225,25 @@ static int pieces(const tt_ref *x, int d, const int64_t *len, int n, tt_ref *out
     return n;
 }
 
+/* Zeros of sizes with x written at dim's positions start, start + step, ...
+ * (drop: x lacks dim; select_backward and slice_backward). */
+static tt_ref placed(const tt_ref *x, const int64_t *sizes, int ndim, int dim, int64_t start,
+                     int64_t step, bool drop) {
+    tt_ref r = tt_ref_new(sizes, ndim);
+    if (r.numel == 0) return r;
+    int64_t o[TJ_MAX_DIMS] = {0}, k = 0;
+    do {
+        int64_t off = o[dim] - start, lin = 0;
+        bool in = off >= 0 && off % step == 0 && (drop ? off == 0 : off / step < x->sizes[dim]);
+        for (int d = 0, j = 0; in && d < ndim; d++) {
+            if (d == dim && drop) continue;
+            lin = lin * x->sizes[j++] + (d == dim ? off / step : o[d]);
+        }
+        r.v[k++] = in ? x->v[lin] : 0;
+    } while (tt_next_index(o, sizes, ndim));
+    return r;
+}
+
 /* The reference of one case; returns the number of outputs. */
 static int reference(const vcase *k, const tt_ref *x, tt_ref *out) {
     const char *op = k->op;
@@ -290,6 +323,18 @@ static int reference(const vcase *k, const tt_ref *x, tt_ref *out) {
         int d = wrap(k->p[0], nd);
         for (int64_t i = 0; i < x->sizes[d]; i++) out[n++] = pick(x, d, i);
         return n;
+    } else if (!strcmp(op, "aten::select_backward")) {
+        int d = wrap(k->p[0], k->n_list);
+        int64_t m = k->list[d], i = k->p[1] < 0 ? k->p[1] + m : k->p[1];
+        out[0] = placed(x, k->list, k->n_list, d, i, 1, true);
+    } else if (!strcmp(op, "aten::slice_backward")) {
+        int d = wrap(k->p[0], k->n_list);
+        int64_t m = k->list[d], s = k->p[1];
+        s = s < 0 ? (s + m < 0 ? 0 : s + m) : (s > m ? m : s);
+        out[0] = placed(x, k->list, k->n_list, d, s, k->p[3] < m ? k->p[3] : m > 0 ? m : 1, false);
+    } else if (!strcmp(op, "aten::new_zeros")) {
+        out[0] = tt_ref_new(k->list, k->n_list);
+        memset(out[0].v, 0, sizeof(double) * (size_t)out[0].numel);
     } else {
         fail_msg("no reference for %s", op);
     }
@@ -325,14 +370,23 @@ static int call(const vcase *k, tj_tensor *x, tj_tensor **o) {
     if (!strcmp(op, "aten::split.Tensor")) return tj_split(x, p[0], p[1], o, MAXP);
     if (!strcmp(op, "aten::split_with_sizes")) return tj_split_with_sizes(x, l, n, p[0], o, MAXP);
     if (!strcmp(op, "aten::unbind.int")) return tj_unbind(x, p[0], o, MAXP);
+    if (!strcmp(op, "aten::select_backward")) return one(tj_select_backward(x, l, n, p[0], p[1]), o);
+    if (!strcmp(op, "aten::slice_backward"))
+        return one(tj_slice_backward(x, l, n, p[0], p[1], p[2], p[3]), o);
+    if (!strcmp(op, "aten::new_zeros")) return one(tj_new_zeros(x, l, n), o);
     fail_msg("no call for %s", op);
     return -1;
 }
 
-/* Ops that may copy; every other op of the table must alias its input. */
+/* Ops that may copy; every other op of the table must alias its input,
+ * but for those that always make a new tensor. */
 static bool may_copy(const char *op) {
     return !strcmp(op, "aten::reshape") || !strcmp(op, "aten::flatten.using_ints") ||
            !strcmp(op, "aten::contiguous");
+}
+static bool always_new(const char *op) {
+    return !strcmp(op, "aten::select_backward") || !strcmp(op, "aten::slice_backward") ||
+           !strcmp(op, "aten::new_zeros");
 }
 
 /* ---- inputs ------------------------------------------------------------------------ */
@@ -389,7 +443,8 @@ static bool viewable(tj_tensor *x, const tt_ref *shape) {
 
 static void check_alias(const vcase *k, tj_tensor *x, tj_tensor *out, const tt_ref *r) {
     bool alias = tj_shares_storage(out, x);
-    if (!strcmp(k->op, "aten::contiguous")) assert_int_equal(alias, tj_is_contiguous(x));
+    if (always_new(k->op)) assert_false(alias);
+    else if (!strcmp(k->op, "aten::contiguous")) assert_int_equal(alias, tj_is_contiguous(x));
     else if (may_copy(k->op)) assert_int_equal(alias, viewable(x, r));
     else assert_true(alias);
     if (alias) assert_int_equal(tj_tensor_dtype(out), tj_tensor_dtype(x));

@@ -95,18 +95,24 @@ typedef struct one_call {
     const tj_attr *attrs;
     int n_in;            /* the op's tensor inputs, absent ones included */
     const bool *present; /* which of them the graph has as inputs */
+    const bool *keep;    /* which of the op's outputs the graph returns (NULL: all) */
+    int n_op_out;        /* the op's outputs */
 } one_call;
 
 static tj_status call_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
     const one_call *oc = ctx;
-    tj_tensor *full[16];
+    tj_tensor *full[16], *all[64];
     for (int i = 0, k = 0; i < oc->n_in; i++) full[i] = oc->present[i] ? in[k++] : NULL;
     (void)n_in;
     tj_scope_begin();
-    int n = tj_invoke(tj_op_id(oc->op), full, oc->n_in, oc->attrs, tj_op_schema(oc->op)->n_attrs, out, n_out);
-    for (int i = 0; i < n; i++) tj_keep(out[i]);
+    int n = tj_invoke(tj_op_id(oc->op), full, oc->n_in, oc->attrs, tj_op_schema(oc->op)->n_attrs, all,
+                      oc->n_op_out);
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if ((!oc->keep || oc->keep[i]) && kept < n_out) tj_keep(out[kept++] = all[i]);
     tj_scope_end();
-    return n == n_out ? TJ_OK : tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    return n == oc->n_op_out && kept == n_out ? TJ_OK
+           : tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
 }
 
 /* The op's output count on these inputs. */
@@ -129,6 +135,11 @@ static int present_inputs(tj_tensor *const *inputs, int n_in, tj_tensor **presen
 }
 
 tj_graph *tt_op_graph(const tj_op_info *op, tj_tensor *const *inputs, int n_in, const tj_attr *attrs) {
+    return tt_op_graph_outputs(op, inputs, n_in, attrs, NULL);
+}
+
+tj_graph *tt_op_graph_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                              const tj_attr *attrs, const bool *keep) {
     tj_attr defaults[TJ_MAX_ARGS];
     const tj_schema *s = tj_op_schema(op);
     if (!attrs) {
@@ -139,9 +150,10 @@ tj_graph *tt_op_graph(const tj_op_info *op, tj_tensor *const *inputs, int n_in, 
     tj_tensor *present[16];
     assert_true(n_in <= 16);
     int n_present = present_inputs(inputs, n_in, present, mask);
-    one_call oc = {op, attrs, n_in, mask};
-    int n_out = count_outputs(op, inputs, n_in, attrs);
-    if (n_out < 1) return NULL;
+    int n_op_out = count_outputs(op, inputs, n_in, attrs), n_out = 0;
+    if (n_op_out < 1) return NULL;
+    for (int o = 0; o < n_op_out; o++) n_out += !keep || keep[o];
+    one_call oc = {op, attrs, n_in, mask, keep, n_op_out};
     return tj_trace(call_model, &oc, present, n_present, n_out, NULL);
 }
 
@@ -161,7 +173,13 @@ static void present_wrt(tj_tensor *const *inputs, int n_in, const bool *wrt, boo
 
 void tt_gradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in, const tj_attr *attrs,
                      const bool *wrt, const char *label) {
-    tj_graph *g = tt_op_graph(op, inputs, n_in, attrs);
+    tt_gradcheck_op_outputs(op, inputs, n_in, attrs, wrt, NULL, label);
+}
+
+void tt_gradcheck_op_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                             const tj_attr *attrs, const bool *wrt, const bool *keep,
+                             const char *label) {
+    tj_graph *g = tt_op_graph_outputs(op, inputs, n_in, attrs, keep);
     if (!g) fail_msg("%s: tracing %s: %s", label, tj_op_name(op), tj_last_error());
     bool w0[16], w[16], mask[16];
     tj_tensor *present[16];
@@ -174,7 +192,13 @@ void tt_gradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in, c
 
 void tt_gradgradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
                          const tj_attr *attrs, const bool *wrt, const char *label) {
-    tj_graph *g = tt_op_graph(op, inputs, n_in, attrs);
+    tt_gradgradcheck_op_outputs(op, inputs, n_in, attrs, wrt, NULL, label);
+}
+
+void tt_gradgradcheck_op_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                                 const tj_attr *attrs, const bool *wrt, const bool *keep,
+                                 const char *label) {
+    tj_graph *g = tt_op_graph_outputs(op, inputs, n_in, attrs, keep);
     if (!g) fail_msg("%s: tracing %s: %s", label, tj_op_name(op), tj_last_error());
     bool w0[16], w[16], mask[16];
     tj_tensor *present[16];

@@ -25,4 +25,16 @@ void tt_gradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in, c
 void tt_gradgradcheck_op(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
                          const tj_attr *attrs, const bool *wrt, const char *label);
 
+/* The same for a graph that returns only the op's outputs where keep[o] is
+ * true (NULL: all): the others get no gradient, so the op's rule sees NULL
+ * (zero) for them. */
+tj_graph *tt_op_graph_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                              const tj_attr *attrs, const bool *keep);
+void tt_gradcheck_op_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                             const tj_attr *attrs, const bool *wrt, const bool *keep,
+                             const char *label);
+void tt_gradgradcheck_op_outputs(const tj_op_info *op, tj_tensor *const *inputs, int n_in,
+                                 const tj_attr *attrs, const bool *wrt, const bool *keep,
+                                 const char *label);
+
 #endif
