@@ -324,6 +324,35 @@ static void cat_dtypes(void **state) {
     tj_release(out);
 }
 
+/* The gradient ops refuse bad arguments with messages, like every op. */
+#define EXPECT_NULL(call, needle)      \
+    do {                               \
+        tj_tensor *r_ = (call);        \
+        assert_null(r_);               \
+        tt_assert_error(needle);       \
+        tj_clear_error();              \
+    } while (0)
+
+static void gradient_ops_refuse_bad_arguments(void **state) {
+    (void)state;
+    int64_t s4[] = {4}, s34[] = {3, 4}, neg[] = {3, -1}, s32[] = {3, 2};
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tj_tensor *g = tj_zeros(s4, 1, TJ_F64), *g32 = tj_zeros(s32, 2, TJ_F64);
+    EXPECT_NULL(tj_select_backward(g, s34, 2, 1, 0),
+                "grad_output has sizes [4], but the view it is the gradient of has sizes [3]");
+    EXPECT_NULL(tj_select_backward(g, s34, 2, 0, 3), "index 3 is out of range for dim 0 of size 3");
+    EXPECT_NULL(tj_select_backward(g, s34, 2, 2, 0), "aten::select_backward");
+    EXPECT_NULL(tj_select_backward(g, neg, 2, 0, 0), "negative size -1");
+    EXPECT_NULL(tj_select_backward(g, NULL, 0, 0, 0), "has 0 entries");
+    EXPECT_NULL(tj_slice_backward(g32, s34, 2, 0, 0, BIG, 0), "step must be positive, got 0");
+    EXPECT_NULL(tj_slice_backward(g32, s34, 2, 0, 0, BIG, 2),
+                "grad_output has sizes [3, 2], but the view it is the gradient of has sizes [2, 4]");
+    EXPECT_NULL(tj_new_zeros(g, neg, 2), "negative size -1");
+    EXPECT_NULL(tj_new_zeros(g, nine, 9), "has 9 entries");
+    tj_release(g);
+    tj_release(g32);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_view_op_is_listed),
@@ -332,6 +361,7 @@ int main(void) {
         cmocka_unit_test(many_pieces),
         cmocka_unit_test(many_pieces_eager),
         cmocka_unit_test(cat_dtypes),
+        cmocka_unit_test(gradient_ops_refuse_bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
