@@ -30,6 +30,7 @@ typedef struct gcase {
     int64_t list[TJ_MAX_DIMS];
     int64_t p[5];
     const char *keep;
+    const char *wrt; /* which inputs are differentiated, like keep */
 } gcase;
 
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
@@ -91,10 +92,12 @@ static const gcase cases[] = {
     {"aten::cat", 3, {{L(1, 3)}, {L(2, 3)}, {L(1, 3)}}, L0, {-2}},
     {"aten::cat", 3, {{L(2, 2)}, {L(2, 1)}, {L(2, 3)}}, L0, {-1}},
     {"aten::cat", 1, {{L(2, 2)}}, L0, {0}},
+    {"aten::cat", 3, {{L(2, 1, 3)}, {L(2, 2, 3)}, {L(2, 3, 3)}}, L0, {-2}, NULL, "101"},
     {"aten::stack", 3, {{L(2, 3)}, {L(2, 3)}, {L(2, 3)}}, L0, {0}},
     {"aten::stack", 3, {{L(2, 3)}, {L(2, 3)}, {L(2, 3)}}, L0, {1}},
     {"aten::stack", 3, {{L(2, 3)}, {L(2, 3)}, {L(2, 3)}}, L0, {-1}},
     {"aten::stack", 2, {{L0}, {L0}}, L0, {0}},
+    {"aten::stack", 3, {{L(2, 3)}, {L(2, 3)}, {L(2, 3)}}, L0, {2}, NULL, "010"},
     {"aten::select_backward", IN1(4), L(3, 4), {0, 1}},
     {"aten::select_backward", IN1(3), L(3, 4), {1, -1}},
     {"aten::slice_backward", IN1(3, 2), L(7, 2), {0, 1, 6, 2}},
@@ -120,8 +123,9 @@ static void label_of(const gcase *k, char *buf, size_t n) {
             at += snprintf(buf + at, n - (size_t)at, "%s%lld", d ? "x" : i ? ", " : "",
                            (long long)k->in[i].sizes[d]);
     if (at < (int)n)
-        snprintf(buf + at, n - (size_t)at, "; p %lld %lld %lld; keep %s)", (long long)k->p[0],
-                 (long long)k->p[1], (long long)k->p[2], k->keep ? k->keep : "all");
+        snprintf(buf + at, n - (size_t)at, "; p %lld %lld %lld; keep %s; wrt %s)",
+                 (long long)k->p[0], (long long)k->p[1], (long long)k->p[2],
+                 k->keep ? k->keep : "all", k->wrt ? k->wrt : "all");
 }
 
 static bool in_view_table(int id) {
@@ -150,6 +154,13 @@ static void every_view_op_is_listed(void **state) {
         if (!tj_op_find(cases[c].op)) fail_msg("case %d names no op: %s", c, cases[c].op);
 }
 
+/* "101" as a mask. */
+static void mask_of(const char *bits, bool *mask, int cap) {
+    int n = bits ? (int)strlen(bits) : 0;
+    assert_true(n <= cap);
+    for (int i = 0; i < n; i++) mask[i] = bits[i] == '1';
+}
+
 static void check_cases(bool second) {
     tj_generator *gen = tj_generator_new(12);
     for (int c = 0; c < N_CASES; c++) {
@@ -162,15 +173,12 @@ static void check_cases(bool second) {
         tj_tensor *x[3];
         for (int i = 0; i < k->n_in; i++)
             x[i] = tt_random(gen, k->in[i].sizes, k->in[i].ndim, TJ_F64, -1.5, 1.5);
-        bool keep[16], *kp = NULL;
-        if (k->keep) {
-            int n = (int)strlen(k->keep);
-            assert_true(n <= 16);
-            for (int o = 0; o < n; o++) keep[o] = k->keep[o] == '1';
-            kp = keep;
-        }
-        if (second) tt_gradgradcheck_op_outputs(op, x, k->n_in, a, NULL, kp, label);
-        else tt_gradcheck_op_outputs(op, x, k->n_in, a, NULL, kp, label);
+        bool keep[16], wrt[3];
+        mask_of(k->keep, keep, 16);
+        mask_of(k->wrt, wrt, 3);
+        bool *kp = k->keep ? keep : NULL, *wp = k->wrt ? wrt : NULL;
+        if (second) tt_gradgradcheck_op_outputs(op, x, k->n_in, a, wp, kp, label);
+        else tt_gradcheck_op_outputs(op, x, k->n_in, a, wp, kp, label);
         for (int i = 0; i < k->n_in; i++) tj_release(x[i]);
     }
     tj_generator_free(gen);
