@@ -52,13 +52,14 @@ tj_status tjg_infer_types(const tj_op_info *op, const tj_type *const *in, int n_
         else tjc_contiguous_strides(fake[i].sizes, t->ndim, fake[i].strides);
         ptrs[i] = &fake[i];
     }
-    tjc_meta metas[16];
+    enum { MAX_META = 64 };
+    tjc_meta metas[MAX_META];
     tjc_call call = {.op = op, .in = ptrs, .n_in = n_in, .attr = attrs, .n_attr = op->schema.n_attrs,
-                     .meta = metas, .meta_cap = 16};
+                     .meta = metas, .meta_cap = MAX_META};
     int n = 0;
     tj_status st = op->infer(&call, &n);
     if (st) return st;
-    if (n > 16 || n > n_out)
+    if (n > MAX_META || n > n_out)
         return tjc_error(TJ_ERR_UNSUPPORTED, "%s: %d outputs where %d were expected", op->name, n, n_out);
     for (int k = 0; k < n; k++) {
         const tjc_meta *m = &metas[k];
@@ -115,9 +116,10 @@ static tj_status graph_emit(tjg_emitter *base, const tj_op_info *op, const tjg_v
         values[i] = tj_node_output(none, 0);
         types[i] = NULL;
     }
-    tj_type out_types[16];
+    enum { MAX_OUT = 64 };
+    tj_type out_types[MAX_OUT];
     int n_made = 0;
-    tj_status st = tjg_infer_types(op, types, n_in, attrs, out_types, 16, &n_made);
+    tj_status st = tjg_infer_types(op, types, n_in, attrs, out_types, MAX_OUT, &n_made);
     if (st) return st;
     if (n_made != n_out)
         return tjc_error(TJ_ERR_INTERNAL, "%s: %d outputs, expected %d", op->name, n_made, n_out);

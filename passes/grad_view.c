@@ -25,7 +25,8 @@ enum { MAX_OUTPUTS = 16, MAX_INPUTS = 64 };
 
 /* The type of forward input i. In a graph this reads (so saves) the input;
  * every use for sizes alone goes through here. */
-static tj_type in_type(tjg_ctx *c, int i) { return tjg_type(c, tjg_input(c, i)); }
+/* sizes and dtype only: the input itself is not saved for backward */
+static tj_type in_type(tjg_ctx *c, int i) { return tjg_input_type(c, i); }
 
 static tj_attr ints(const int64_t *v, int n) { return (tj_attr){.ints = {v, n}}; }
 static tj_attr int1(int64_t v) { return (tj_attr){.i = v}; }
