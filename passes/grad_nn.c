@@ -316,7 +316,9 @@ static tj_status d_scatter_add(tjg_ctx *c) {
 
 /* Kept elements are scaled by 1/(1-p) in training (0 when p = 1); eval is
  * the identity. */
-static double dropout_scale(double p, bool train) { return !train ? 1.0 : p < 1 ? 1 / (1 - p) : 0.0; }
+static double dropout_scale(double p, bool train) {
+    return !train ? 1.0 : p < 1 ? 1 / (1 - p) : 0.0;
+}
 
 static tjg_val dropout_backward(tjg_ctx *c, tjg_val g, tjg_val mask, double scale) {
     tj_attr s = {.f = scale};

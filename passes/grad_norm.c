@@ -45,7 +45,8 @@
 static tj_attr ints(const int64_t *v, int n) { return (tj_attr){.ints = {v, n}}; }
 
 static bool has_sizes(const tj_type *t, const int64_t *sizes, int ndim) {
-    return t->ndim == ndim && (ndim == 0 || !memcmp(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim));
+    return t->ndim == ndim &&
+           (ndim == 0 || !memcmp(t->sizes, sizes, sizeof(int64_t) * (size_t)ndim));
 }
 
 /* ---- shape helpers (grad_nn.h) ------------------------------------------------------- */
@@ -175,7 +176,8 @@ static norm_grads norm_vjp(tjg_ctx *c, const norm_fwd *f, const bool want[5], tj
         if (w_x) r.x = tjg_nn_expand(c, g_xc, f->x_sizes, f->nd);
         if (w_mean) r.mean = tjg_neg(c, sum_stat(c, f, g_xc));
         if (w_rstd)
-            r.rstd = tjg_add(c, sum_stat(c, f, tjg_mul(c, ggx, u)), sum_stat(c, f, tjg_mul(c, g_xh, xc)));
+            r.rstd = tjg_add(c, sum_stat(c, f, tjg_mul(c, ggx, u)),
+                             sum_stat(c, f, tjg_mul(c, g_xh, xc)));
     }
     return r;
 }
@@ -464,8 +466,8 @@ tj_status tjg_nn_d_group_norm(tjg_ctx *c) {
     static const int64_t dims[2] = {2, 3};
     tjg_val mean, rstd, out[3] = {NULL, NULL, NULL};
     batch_stats(c, to_work(c, &f, x), dims, 2, tjg_attr(c, "eps")->f, &mean, &rstd);
-    gn_backward(c, &gm, x, tjg_nn_reshape(c, mean, gm.stat2, 2), tjg_nn_reshape(c, rstd, gm.stat2, 2),
-                out);
+    gn_backward(c, &gm, x, tjg_nn_reshape(c, mean, gm.stat2, 2),
+                tjg_nn_reshape(c, rstd, gm.stat2, 2), out);
     SET(0, out[0]);
     SET(1, out[1]);
     SET(2, out[2]);

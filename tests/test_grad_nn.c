@@ -63,15 +63,14 @@ static void only(gcase *k, const bool *wrt) {
 static tj_tensor *rnd(tj_generator *g, double lo, double hi, int nd, const int64_t *sizes) {
     return tt_random(g, sizes, nd, TJ_F64, lo, hi);
 }
-#define R(g, lo, hi, ...) rnd(g, lo, hi, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                              (const int64_t[]){__VA_ARGS__})
+#define N_ARGS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+#define R(g, lo, hi, ...) rnd(g, lo, hi, N_ARGS(__VA_ARGS__), (const int64_t[]){__VA_ARGS__})
 static tj_tensor *ints(const int64_t *v, int nd, const int64_t *sizes) {
     tj_tensor *t = tj_from_array(v, sizes, nd, TJ_I64);
     assert_non_null(t);
     return t;
 }
-#define IDX(values, ...) ints(values, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), \
-                              (const int64_t[]){__VA_ARGS__})
+#define IDX(values, ...) ints(values, N_ARGS(__VA_ARGS__), (const int64_t[]){__VA_ARGS__})
 
 static const char *const reductions[] = {"none", "mean", "sum"};
 
@@ -99,7 +98,9 @@ static void mk_batch_norm(gcase *k, tj_generator *g, int v, int op) {
 static void mk_native_batch_norm(gcase *k, tj_generator *g, int v) {
     mk_batch_norm(k, g, v, TJ_OP_native_batch_norm);
 }
-static void mk_batch_norm_c(gcase *k, tj_generator *g, int v) { mk_batch_norm(k, g, v, TJ_OP_batch_norm); }
+static void mk_batch_norm_c(gcase *k, tj_generator *g, int v) {
+    mk_batch_norm(k, g, v, TJ_OP_batch_norm);
+}
 
 static void mk_native_batch_norm_backward(gcase *k, tj_generator *g, int v) {
     bool eval = v & 1, bare = v & 2;
@@ -130,7 +131,9 @@ static void mk_layer_norm(gcase *k, tj_generator *g, int v, int op) {
 static void mk_native_layer_norm(gcase *k, tj_generator *g, int v) {
     mk_layer_norm(k, g, v, TJ_OP_native_layer_norm);
 }
-static void mk_layer_norm_c(gcase *k, tj_generator *g, int v) { mk_layer_norm(k, g, v, TJ_OP_layer_norm); }
+static void mk_layer_norm_c(gcase *k, tj_generator *g, int v) {
+    mk_layer_norm(k, g, v, TJ_OP_layer_norm);
+}
 
 static void mk_native_layer_norm_backward(gcase *k, tj_generator *g, int v) {
     bool two = v & 1, bare = v & 2;
@@ -169,7 +172,9 @@ static void mk_group_norm(gcase *k, tj_generator *g, int v, int op) {
 static void mk_native_group_norm(gcase *k, tj_generator *g, int v) {
     mk_group_norm(k, g, v, TJ_OP_native_group_norm);
 }
-static void mk_group_norm_c(gcase *k, tj_generator *g, int v) { mk_group_norm(k, g, v, TJ_OP_group_norm); }
+static void mk_group_norm_c(gcase *k, tj_generator *g, int v) {
+    mk_group_norm(k, g, v, TJ_OP_group_norm);
+}
 
 static void mk_native_group_norm_backward(gcase *k, tj_generator *g, int v) {
     bool bare = v & 2;
@@ -193,7 +198,9 @@ static void mk_softmax(gcase *k, tj_generator *g, int v, int op) {
     SET_I(k, "dim", v);
 }
 static void mk_softmax_c(gcase *k, tj_generator *g, int v) { mk_softmax(k, g, v, TJ_OP_softmax); }
-static void mk_log_softmax(gcase *k, tj_generator *g, int v) { mk_softmax(k, g, v, TJ_OP_log_softmax); }
+static void mk_log_softmax(gcase *k, tj_generator *g, int v) {
+    mk_softmax(k, g, v, TJ_OP_log_softmax);
+}
 
 static void mk_softmax_bwd(gcase *k, tj_generator *g, int v, int op) {
     start(k, op, 2);
@@ -234,7 +241,9 @@ static void mk_nll(gcase *k, tj_generator *g, int v, int op) {
     only(k, bwd ? (const bool[]){true, true, false, false} : (const bool[]){true, false, false});
 }
 static void mk_nll_loss(gcase *k, tj_generator *g, int v) { mk_nll(k, g, v, TJ_OP_nll_loss); }
-static void mk_nll_loss_backward(gcase *k, tj_generator *g, int v) { mk_nll(k, g, v, TJ_OP_nll_loss_backward); }
+static void mk_nll_loss_backward(gcase *k, tj_generator *g, int v) {
+    mk_nll(k, g, v, TJ_OP_nll_loss_backward);
+}
 static void mk_cross_entropy(gcase *k, tj_generator *g, int v) {
     mk_nll(k, g, v, TJ_OP_cross_entropy_loss);
     tj_release(k->in[0]); /* logits, not log-probabilities */
@@ -250,7 +259,9 @@ static void mk_mse(gcase *k, tj_generator *g, int v, int op) {
     SET_S(k, "reduction", reductions[v % 3]);
 }
 static void mk_mse_loss(gcase *k, tj_generator *g, int v) { mk_mse(k, g, v, TJ_OP_mse_loss); }
-static void mk_mse_loss_backward(gcase *k, tj_generator *g, int v) { mk_mse(k, g, v, TJ_OP_mse_loss_backward); }
+static void mk_mse_loss_backward(gcase *k, tj_generator *g, int v) {
+    mk_mse(k, g, v, TJ_OP_mse_loss_backward);
+}
 
 /* self [2, 3] with weight [3] and pos_weight [3] (broadcast) */
 static void mk_bce(gcase *k, tj_generator *g, int v, int op) {
@@ -263,7 +274,9 @@ static void mk_bce(gcase *k, tj_generator *g, int v, int op) {
     if (o) k->in[0] = loss_grad(g, v % 3, k->in[1]);
     SET_S(k, "reduction", reductions[v % 3]);
 }
-static void mk_bce_c(gcase *k, tj_generator *g, int v) { mk_bce(k, g, v, TJ_OP_binary_cross_entropy_with_logits); }
+static void mk_bce_c(gcase *k, tj_generator *g, int v) {
+    mk_bce(k, g, v, TJ_OP_binary_cross_entropy_with_logits);
+}
 static void mk_bce_backward(gcase *k, tj_generator *g, int v) {
     mk_bce(k, g, v, TJ_OP_binary_cross_entropy_with_logits_backward);
 }
@@ -291,7 +304,8 @@ static void mk_embedding_dense_backward(gcase *k, tj_generator *g, int v) {
 }
 
 /* variant = dim; indices repeat */
-static const int64_t sel_idx[] = {2, 0, 2}, gather0[] = {2, 0, 1, 1, 1, 2}, gather1[] = {3, 0, 1, 1, 0, 3};
+static const int64_t sel_idx[] = {2, 0, 2};
+static const int64_t gather0[] = {2, 0, 1, 1, 1, 2}, gather1[] = {3, 0, 1, 1, 0, 3};
 
 static void mk_index_select(gcase *k, tj_generator *g, int v) {
     start(k, TJ_OP_index_select, 2);
@@ -326,7 +340,9 @@ static void mk_dropout(gcase *k, tj_generator *g, int v, int op) {
     SET_B(k, "train", v != 0);
     set_attr(k, "generator", (tj_attr){.gen = dropout_gen});
 }
-static void mk_native_dropout(gcase *k, tj_generator *g, int v) { mk_dropout(k, g, v, TJ_OP_native_dropout); }
+static void mk_native_dropout(gcase *k, tj_generator *g, int v) {
+    mk_dropout(k, g, v, TJ_OP_native_dropout);
+}
 static void mk_dropout_c(gcase *k, tj_generator *g, int v) { mk_dropout(k, g, v, TJ_OP_dropout); }
 static void mk_native_dropout_backward(gcase *k, tj_generator *g, int v) {
     (void)v;
@@ -354,31 +370,39 @@ typedef struct case_row {
 static const case_row cases[] = {
     ROW("native_batch_norm train", native_batch_norm, mk_native_batch_norm, 0),
     ROW("native_batch_norm eval", native_batch_norm, mk_native_batch_norm, 1),
-    ROW("native_batch_norm train, no affine or running stats", native_batch_norm, mk_native_batch_norm, 2),
+    ROW("native_batch_norm train, no affine or running stats",
+        native_batch_norm, mk_native_batch_norm, 2),
     ROW("native_batch_norm eval, no affine", native_batch_norm, mk_native_batch_norm, 3),
     ROW("batch_norm train", batch_norm, mk_batch_norm_c, 0),
     ROW("batch_norm eval", batch_norm, mk_batch_norm_c, 1),
     ROW("batch_norm train, no affine or running stats", batch_norm, mk_batch_norm_c, 2),
     ROW("batch_norm eval, no affine", batch_norm, mk_batch_norm_c, 3),
-    ROW("native_batch_norm_backward train", native_batch_norm_backward, mk_native_batch_norm_backward, 0),
-    ROW("native_batch_norm_backward eval", native_batch_norm_backward, mk_native_batch_norm_backward, 1),
-    ROW("native_batch_norm_backward train, no weight", native_batch_norm_backward, mk_native_batch_norm_backward, 2),
-    ROW("native_batch_norm_backward eval, no weight", native_batch_norm_backward, mk_native_batch_norm_backward, 3),
+    ROW("native_batch_norm_backward train",
+        native_batch_norm_backward, mk_native_batch_norm_backward, 0),
+    ROW("native_batch_norm_backward eval",
+        native_batch_norm_backward, mk_native_batch_norm_backward, 1),
+    ROW("native_batch_norm_backward train, no weight",
+        native_batch_norm_backward, mk_native_batch_norm_backward, 2),
+    ROW("native_batch_norm_backward eval, no weight",
+        native_batch_norm_backward, mk_native_batch_norm_backward, 3),
     ROW("native_layer_norm [3]", native_layer_norm, mk_native_layer_norm, 0),
     ROW("native_layer_norm [2, 3]", native_layer_norm, mk_native_layer_norm, 1),
     ROW("native_layer_norm [2, 3], no affine", native_layer_norm, mk_native_layer_norm, 3),
     ROW("layer_norm [3]", layer_norm, mk_layer_norm_c, 0),
     ROW("layer_norm [2, 3]", layer_norm, mk_layer_norm_c, 1),
     ROW("layer_norm [3], no affine", layer_norm, mk_layer_norm_c, 2),
-    ROW("native_layer_norm_backward [3]", native_layer_norm_backward, mk_native_layer_norm_backward, 0),
-    ROW("native_layer_norm_backward [2, 3], no affine", native_layer_norm_backward, mk_native_layer_norm_backward, 3),
+    ROW("native_layer_norm_backward [3]",
+        native_layer_norm_backward, mk_native_layer_norm_backward, 0),
+    ROW("native_layer_norm_backward [2, 3], no affine",
+        native_layer_norm_backward, mk_native_layer_norm_backward, 3),
     ROW("native_group_norm", native_group_norm, mk_native_group_norm, 0),
     ROW("native_group_norm [N, C], no affine", native_group_norm, mk_native_group_norm, 3),
     ROW("group_norm", group_norm, mk_group_norm_c, 0),
     ROW("group_norm [N, C]", group_norm, mk_group_norm_c, 1),
     ROW("group_norm, no affine", group_norm, mk_group_norm_c, 2),
     ROW("native_group_norm_backward", native_group_norm_backward, mk_native_group_norm_backward, 0),
-    ROW("native_group_norm_backward, no weight", native_group_norm_backward, mk_native_group_norm_backward, 2),
+    ROW("native_group_norm_backward, no weight",
+        native_group_norm_backward, mk_native_group_norm_backward, 2),
     ROW("softmax dim 0", softmax, mk_softmax_c, 0),
     ROW("softmax dim 1", softmax, mk_softmax_c, 1),
     ROW("log_softmax dim 1", log_softmax, mk_log_softmax, 1),
@@ -392,7 +416,8 @@ static const case_row cases[] = {
     ROW("nll_loss_backward mean, weights", nll_loss_backward, mk_nll_loss_backward, 1 | 4),
     ROW("nll_loss_backward sum", nll_loss_backward, mk_nll_loss_backward, 2),
     ROW("cross_entropy_loss none, weights", cross_entropy_loss, mk_cross_entropy, 0 | 4),
-    ROW("cross_entropy_loss mean, weights, ignore_index", cross_entropy_loss, mk_cross_entropy, 1 | 4 | 8),
+    ROW("cross_entropy_loss mean, weights, ignore_index",
+        cross_entropy_loss, mk_cross_entropy, 1 | 4 | 8),
     ROW("cross_entropy_loss sum, [N, C, d]", cross_entropy_loss, mk_cross_entropy, 2 | 16),
     ROW("mse_loss none", mse_loss, mk_mse_loss, 0),
     ROW("mse_loss mean", mse_loss, mk_mse_loss, 1),
@@ -401,19 +426,25 @@ static const case_row cases[] = {
     ROW("mse_loss_backward mean", mse_loss_backward, mk_mse_loss_backward, 1),
     ROW("mse_loss_backward sum", mse_loss_backward, mk_mse_loss_backward, 2),
     ROW("bce_with_logits none", binary_cross_entropy_with_logits, mk_bce_c, 0),
-    ROW("bce_with_logits mean, weight, pos_weight", binary_cross_entropy_with_logits, mk_bce_c, 1 | 4 | 8),
+    ROW("bce_with_logits mean, weight, pos_weight",
+        binary_cross_entropy_with_logits, mk_bce_c, 1 | 4 | 8),
     ROW("bce_with_logits sum, pos_weight", binary_cross_entropy_with_logits, mk_bce_c, 2 | 8),
     ROW("bce_with_logits none, weight", binary_cross_entropy_with_logits, mk_bce_c, 0 | 4),
-    ROW("bce_with_logits_backward none, weight, pos_weight", binary_cross_entropy_with_logits_backward, mk_bce_backward, 0 | 4 | 8),
-    ROW("bce_with_logits_backward mean", binary_cross_entropy_with_logits_backward, mk_bce_backward, 1),
-    ROW("bce_with_logits_backward sum, pos_weight", binary_cross_entropy_with_logits_backward, mk_bce_backward, 2 | 8),
+    ROW("bce_with_logits_backward none, weight, pos_weight",
+        binary_cross_entropy_with_logits_backward, mk_bce_backward, 0 | 4 | 8),
+    ROW("bce_with_logits_backward mean",
+        binary_cross_entropy_with_logits_backward, mk_bce_backward, 1),
+    ROW("bce_with_logits_backward sum, pos_weight",
+        binary_cross_entropy_with_logits_backward, mk_bce_backward, 2 | 8),
     ROW("embedding", embedding, mk_embedding, 0),
     ROW_BY_DESIGN("embedding, padding_idx", embedding, mk_embedding, 1),
     ROW_BY_DESIGN("embedding, scale_grad_by_freq", embedding, mk_embedding, 2),
     ROW_BY_DESIGN("embedding, padding_idx, scale_grad_by_freq", embedding, mk_embedding, 3),
     ROW("embedding_dense_backward", embedding_dense_backward, mk_embedding_dense_backward, 0),
-    ROW("embedding_dense_backward, padding_idx", embedding_dense_backward, mk_embedding_dense_backward, 1),
-    ROW("embedding_dense_backward, padding_idx, scale_grad_by_freq", embedding_dense_backward, mk_embedding_dense_backward, 3),
+    ROW("embedding_dense_backward, padding_idx",
+        embedding_dense_backward, mk_embedding_dense_backward, 1),
+    ROW("embedding_dense_backward, padding_idx, scale_grad_by_freq",
+        embedding_dense_backward, mk_embedding_dense_backward, 3),
     ROW("index_select dim 0", index_select, mk_index_select, 0),
     ROW("index_select dim 1", index_select, mk_index_select, 1),
     ROW("gather dim 0", gather, mk_gather, 0),
@@ -457,7 +488,8 @@ static void every_nn_op_is_listed(void **state) {
     for (const tjg_rule_entry *r = tjg_rules_nn; r->op >= 0; r++) {
         bool ours = false;
         for (int f = 0; f < N_FAMILY; f++) ours |= family[f] == r->op;
-        if (!ours) fail_msg("%s is listed in tjg_rules_nn but is no row of ops_nn.def", tjc_op(r->op)->name);
+        if (!ours)
+            fail_msg("%s is in tjg_rules_nn but is no row of ops_nn.def", tjc_op(r->op)->name);
     }
 }
 
@@ -551,7 +583,8 @@ static tj_program *compile(const tj_graph *g) {
     return p;
 }
 
-static void run_from(tj_generator *drop, const tj_program *p, tj_tensor *const *in, tj_tensor **out) {
+static void run_from(tj_generator *drop, const tj_program *p, tj_tensor *const *in,
+                     tj_tensor **out) {
     tj_generator_set_state(drop, 5, 0);
     if (tj_run(p, in, out) != TJ_OK) fail_msg("run: %s", tj_last_error());
 }
@@ -604,12 +637,14 @@ static void native_dropout_in_training(void **state) {
         xp[e] = x0;
         double numeric = (sides[0] - sides[1]) / (2 * h);
         if (!(fabs(numeric - rdx.v[e]) <= 1e-6))
-            fail_msg("element %lld: derived %g, finite difference %g", (long long)e, rdx.v[e], numeric);
+            fail_msg("element %lld: derived %g, finite difference %g", (long long)e, rdx.v[e],
+                     numeric);
     }
     assert_true(kept > 0 && kept < 12); /* a mask worth the name */
     tt_ref_free(&mask), tt_ref_free(&rv), tt_ref_free(&ru), tt_ref_free(&rdx);
     tt_ref_free(&dxx), tt_ref_free(&dxv);
-    tj_release(out[0]), tj_release(out[1]), tj_release(dx), tj_release(second[0]), tj_release(second[1]);
+    tj_release(out[0]), tj_release(out[1]), tj_release(dx);
+    tj_release(second[0]), tj_release(second[1]);
     tj_release(x), tj_release(v), tj_release(u), tj_release(no_mask_grad), tj_release(k.in[0]);
     tj_program_free(pf), tj_program_free(pg), tj_program_free(pgg);
     tj_graph_free(ggg), tj_graph_free(gg), tj_graph_free(fwd);
