@@ -181,15 +181,48 @@ static inline double tjm_erfd(double x) {
     return x != x ? x : r;
 }
 
-/* f32 erf and pow through the double versions: nearly correctly rounded. */
+/* log2 for pow: like tjm_logd, with the exponent kept apart, so that a power
+ * of two gives its exponent exactly. */
+static inline double tjm_log2d(double x) {
+    bool tiny = x < 2.2250738585072014e-308;
+    uint64_t u = tjm_f64_bits(tiny ? x * 18014398509481984.0 : x);
+    int64_t e = (int64_t)((u >> 52) & 0x7ff) - 1023 - (tiny ? 54 : 0);
+    double m = tjm_f64_from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
+    bool big = m > 1.4142135623730950488;
+    m = big ? m * 0.5 : m;
+    e += big;
+    double f = m - 1.0, z = f * f, fe = (double)e;
+    double p = ((((1.01875663804580931796E-4 * f + 4.97494994976747001425E-1) * f +
+                  4.70579119878881725854E0) * f + 1.44989225341610930846E1) * f +
+                1.79368678507819816313E1) * f + 7.70838733755885391666E0;
+    double q = ((((f + 1.12873587189167450590E1) * f + 4.52279145837532221105E1) * f +
+                 8.29875266912776603211E1) * f + 7.11544750618563894466E1) * f +
+               2.31251620126765340583E1;
+    double y = f * (z * p / q);
+    y += -0.5 * z;
+    double r = fe + (f + y) * 1.4426950408889634074;
+    r = x == 0.0 ? -__builtin_inf() : r;
+    r = x < 0.0 ? __builtin_nan("") : r;
+    r = x == __builtin_inf() ? x : r;
+    return x != x ? x : r;
+}
+
+/* f32 erf through the double version: nearly correctly rounded. */
 static inline float tjm_erff(float x) { return (float)tjm_erfd((double)x); }
 
-/* pow's special cases (C99 F.9.4.4, and glibc's signalling NaNs) on top of
- * exp(b log |a|) in double. */
+/* pow: 2^(b log2 |a|) in double, with C99's special cases (F.9.4.4) and
+ * glibc's for signalling NaNs. The integer part of the exponent scales
+ * exactly, so powers of two are exact; the rest is within 1 ulp. */
 static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
 static inline float tjm_powf(float a, float b) {
-    double l = tjm_logd((double)(a < 0.0f ? -a : a));
-    float r = (float)tjm_expd((double)b * l);
+    double y = (double)b * tjm_log2d((double)(a < 0.0f ? -a : a));
+    bool y_nan = y != y;
+    double yc = y_nan ? 0.0 : y < -1100.0 ? -1100.0 : y > 1100.0 ? 1100.0 : y;
+    double fn = (yc + 6755399441055744.0) - 6755399441055744.0;
+    int64_t n = (int64_t)fn, n1 = n / 2;
+    double e = tjm_expd((yc - fn) * 0.69314718055994530942);
+    float r = (float)(e * tjm_pow2i_d(n1) * tjm_pow2i_d(n - n1));
+    r = y_nan ? __builtin_nanf("") : r;
     float half = b * 0.5f;
     bool b_int = floor(b) == b, b_odd = b_int && floor(half) != half;
     bool a_neg = (tjm_f32_bits(a) >> 31) != 0;

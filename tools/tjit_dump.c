@@ -1,22 +1,28 @@
 /* tjit_dump.c — `tjit dump MODEL`: traces an example model on its example
  * inputs and prints the graph (with the tracer's warnings), its register code
  * or its Graphviz form; with --after, the graph after chosen passes of the
- * pipeline (the default one, or --passes LIST). */
+ * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
+ * kernel of each fusion group (and --asm its assembly). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "examples/models/models.h"
 #include "tools/commands.h"
+#ifdef TJIT_HAVE_LLVM
+#include "backends/llvm/tjl.h"
+#endif
 
 static int usage(void) {
     fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
-                    "                 [--passes LIST] [--grad]\n"
+                    "                 [--passes LIST] [--grad] [--kernels [--asm]]\n"
                     "  --grad               the forward graph extended for backward, and the\n"
                     "                       backward graph of the parameters' gradients\n"
                     "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
                     "                       named pass (\"all\": after every pass)\n"
                     "  --passes LIST        the pipeline (default \"%s\")\n"
+                    "  --kernels            each fusion group's LLVM IR after optimisation\n"
+                    "  --asm                with --kernels: its assembly too\n"
                     "models: ", tj_default_pipeline());
     for (int i = 0; i < tjx_num_models(); i++)
         fprintf(stderr, "%s%s", i ? ", " : "", tjx_model_at(i)->name);
@@ -73,6 +79,22 @@ static tj_status run_pipeline(tj_graph *g, const char *pipeline, const char *aft
     return TJ_OK;
 }
 
+/* The LLVM kernels of the fusion groups of g compiled with the pipeline. */
+static bool dump_kernels(const tj_graph *g, const char *passes, bool with_asm) {
+#ifdef TJIT_HAVE_LLVM
+    tj_compile_options opts = {.passes = passes, .backend = "llvm"};
+    tj_program *p = tj_compile(g, &opts);
+    bool ok = p && tjl_dump_kernels(tj_program_graph(p), with_asm, stdout) == TJ_OK;
+    tj_program_free(p);
+    return ok;
+#else
+    (void)g;
+    (void)passes;
+    (void)with_asm;
+    return false;
+#endif
+}
+
 int tjit_cmd_dump(int argc, char **argv) {
     if (argc < 2) return usage();
     const tjx_model *model = tjx_find_model(argv[1]);
@@ -80,7 +102,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         fprintf(stderr, "tjit dump: no model named '%s'\n", argv[1]);
         return usage();
     }
-    bool canonical = false, code = false, dot = false, grad = false;
+    bool canonical = false, code = false, dot = false, grad = false, kernels = false, with_asm = false;
     const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
@@ -88,6 +110,8 @@ int tjit_cmd_dump(int argc, char **argv) {
         else if (!strcmp(argv[i], "--passes") && i + 1 < argc) passes = argv[++i];
         else if (!strcmp(argv[i], "--code")) code = true;
         else if (!strcmp(argv[i], "--dot")) dot = true;
+        else if (!strcmp(argv[i], "--kernels")) kernels = true;
+        else if (!strcmp(argv[i], "--asm")) with_asm = true;
         else if (!strcmp(argv[i], "--grad")) grad = true;
         else {
             fprintf(stderr, "tjit dump: unknown option '%s'\n", argv[i]);
@@ -95,6 +119,12 @@ int tjit_cmd_dump(int argc, char **argv) {
         }
     }
     if (after && !check_after(passes ? passes : tj_default_pipeline(), after)) return 2;
+#ifndef TJIT_HAVE_LLVM
+    if (kernels) {
+        fprintf(stderr, "tjit dump: --kernels needs a tjit built with LLVM (TJIT_LLVM=ON)\n");
+        return 2;
+    }
+#endif
     int rc = 1;
     tj_generator *gen = tj_generator_new(0);
     void *params = gen ? model->create(gen) : NULL;
@@ -128,6 +158,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         fputs(text, stdout);
         free(text);
     }
+    if (kernels && !dump_kernels(g, passes, with_asm)) goto done;
     if (code && !p) {
         tj_compile_options opts = {.passes = passes};
         p = tj_compile(g, &opts);

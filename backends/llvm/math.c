@@ -136,6 +136,37 @@ static V tanhf_body(fb *f, V x) {
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
 
+/* The reduction shared by logd_body and log2d_body: m in [sqrt(1/2), sqrt(2))
+ * as f = m - 1, and the exponent e as a float. */
+static V log_reduce(fb *f, V x, V *fe) {
+    V tiny = lt(f, x, K(f, 2.2250738585072014e-308));
+    V u = bits(f, sel(f, tiny, mul(f, x, K(f, 18014398509481984.0)), x));
+    V e = LLVMBuildAnd(f->b, LLVMBuildLShr(f->b, u, KI(f, 52), ""), KI(f, 0x7ff), "");
+    e = LLVMBuildSub(f->b, LLVMBuildSub(f->b, e, KI(f, 1023), ""), sel(f, tiny, KI(f, 54), KI(f, 0)), "");
+    V m = from_bits(f, LLVMBuildOr(f->b, LLVMBuildAnd(f->b, u, KI(f, 0x000fffffffffffffull), ""),
+                                   KI(f, 0x3ff0000000000000ull), ""));
+    V big = gt(f, m, K(f, 1.4142135623730950488));
+    m = sel(f, big, mul(f, m, K(f, 0.5)), m);
+    e = LLVMBuildAdd(f->b, e, LLVMBuildZExt(f->b, big, f->it, ""), "");
+    *fe = LLVMBuildSIToFP(f->b, e, f->t, "");
+    return sub(f, m, K(f, 1.0));
+}
+
+static const double logd_p[] = {1.01875663804580931796E-4, 4.97494994976747001425E-1,
+                                4.70579119878881725854E0, 1.44989225341610930846E1,
+                                1.79368678507819816313E1, 7.70838733755885391666E0};
+static const double logd_q[] = {1.12873587189167450590E1, 4.52279145837532221105E1,
+                                8.29875266912776603211E1, 7.11544750618563894466E1,
+                                2.31251620126765340583E1};
+
+/* logd's special cases: 0, negatives, +inf and NaN */
+static V log_specials(fb *f, V x, V r) {
+    r = sel(f, eq(f, x, K(f, 0.0)), K(f, -INFINITY), r);
+    r = sel(f, lt(f, x, K(f, 0.0)), K(f, NAN), r);
+    r = sel(f, eq(f, x, K(f, INFINITY)), x, r);
+    return sel(f, ne(f, x, x), x, r);
+}
+
 static V expd_body(fb *f, V x) {
     V nan = ne(f, x, x);
     V xc = sel(f, nan, K(f, 0.0), sel(f, lt(f, x, K(f, -746.0)), K(f, -746.0),
@@ -160,30 +191,13 @@ static V expd_body(fb *f, V x) {
 }
 
 static V logd_body(fb *f, V x) {
-    V tiny = lt(f, x, K(f, 2.2250738585072014e-308));
-    V u = bits(f, sel(f, tiny, mul(f, x, K(f, 18014398509481984.0)), x));
-    V e = LLVMBuildAnd(f->b, LLVMBuildLShr(f->b, u, KI(f, 52), ""), KI(f, 0x7ff), "");
-    e = LLVMBuildSub(f->b, LLVMBuildSub(f->b, e, KI(f, 1023), ""), sel(f, tiny, KI(f, 54), KI(f, 0)), "");
-    V m = from_bits(f, LLVMBuildOr(f->b, LLVMBuildAnd(f->b, u, KI(f, 0x000fffffffffffffull), ""),
-                                   KI(f, 0x3ff0000000000000ull), ""));
-    V big = gt(f, m, K(f, 1.4142135623730950488));
-    m = sel(f, big, mul(f, m, K(f, 0.5)), m);
-    e = LLVMBuildAdd(f->b, e, LLVMBuildZExt(f->b, big, f->it, ""), "");
-    V fr = sub(f, m, K(f, 1.0)), z = mul(f, fr, fr), fe = LLVMBuildSIToFP(f->b, e, f->t, "");
-    static const double P[] = {1.01875663804580931796E-4, 4.97494994976747001425E-1,
-                               4.70579119878881725854E0, 1.44989225341610930846E1,
-                               1.79368678507819816313E1, 7.70838733755885391666E0};
-    static const double Q[] = {1.12873587189167450590E1, 4.52279145837532221105E1,
-                               8.29875266912776603211E1, 7.11544750618563894466E1,
-                               2.31251620126765340583E1};
-    V y = mul(f, fr, dv(f, mul(f, z, horner(f, fr, P, 6)), horner1(f, fr, Q, 5)));
+    V fe;
+    V fr = log_reduce(f, x, &fe), z = mul(f, fr, fr);
+    V y = mul(f, fr, dv(f, mul(f, z, horner(f, fr, logd_p, 6)), horner1(f, fr, logd_q, 5)));
     y = add(f, y, mul(f, K(f, -2.121944400546905827679e-4), fe));
     y = add(f, y, mul(f, K(f, -0.5), z));
     V r = add(f, add(f, fr, y), mul(f, K(f, 0.693359375), fe));
-    r = sel(f, eq(f, x, K(f, 0.0)), K(f, -INFINITY), r);
-    r = sel(f, lt(f, x, K(f, 0.0)), K(f, NAN), r);
-    r = sel(f, eq(f, x, K(f, INFINITY)), x, r);
-    return sel(f, ne(f, x, x), x, r);
+    return log_specials(f, x, r);
 }
 
 static V tanhd_body(fb *f, V x) {
@@ -233,6 +247,15 @@ static V erff_body(fb *f, V x) {
     return LLVMBuildFPTrunc(f->b, call_fn(f, TJL_ERFD, d, NULL), f->t, "");
 }
 
+static V log2d_body(fb *f, V x) {
+    V fe;
+    V fr = log_reduce(f, x, &fe), z = mul(f, fr, fr);
+    V y = mul(f, fr, dv(f, mul(f, z, horner(f, fr, logd_p, 6)), horner1(f, fr, logd_q, 5)));
+    y = add(f, y, mul(f, K(f, -0.5), z));
+    V r = add(f, fe, mul(f, add(f, fr, y), K(f, 1.4426950408889634074)));
+    return log_specials(f, x, r);
+}
+
 static V snan(fb *f, V x) {
     V quiet = LLVMBuildAnd(f->b, bits(f, x), KI(f, 0x400000), "");
     return and1(f, ne(f, x, x), LLVMBuildICmp(f->b, LLVMIntEQ, quiet, KI(f, 0), ""));
@@ -240,10 +263,19 @@ static V snan(fb *f, V x) {
 
 static V powf_body(fb *f, V a, V b) {
     tjl_ir *ir = f->ir;
+    fb d = {ir, f->b, ir->f64, ir->i64}; /* the double part */
     V absa = sel(f, lt(f, a, K(f, 0.0)), neg(f, a), a);
-    V l = call_fn(f, TJL_LOGD, LLVMBuildFPExt(f->b, absa, ir->f64, ""), NULL);
-    V prod = LLVMBuildFMul(f->b, LLVMBuildFPExt(f->b, b, ir->f64, ""), l, "");
-    V r = LLVMBuildFPTrunc(f->b, call_fn(f, TJL_EXPD, prod, NULL), f->t, "");
+    V l2 = call_fn(f, TJL_LOG2D, LLVMBuildFPExt(f->b, absa, ir->f64, ""), NULL);
+    V y = mul(&d, LLVMBuildFPExt(f->b, b, ir->f64, ""), l2);
+    V y_nan = ne(&d, y, y);
+    V yc = sel(&d, y_nan, K(&d, 0.0), sel(&d, lt(&d, y, K(&d, -1100.0)), K(&d, -1100.0),
+                                          sel(&d, gt(&d, y, K(&d, 1100.0)), K(&d, 1100.0), y)));
+    V fn = sub(&d, add(&d, yc, K(&d, 6755399441055744.0)), K(&d, 6755399441055744.0));
+    V n = LLVMBuildFPToSI(f->b, fn, ir->i64, "");
+    V n1 = LLVMBuildSDiv(f->b, n, KI(&d, 2), "");
+    V e = call_fn(f, TJL_EXPD, mul(&d, sub(&d, yc, fn), K(&d, 0.69314718055994530942)), NULL);
+    V s = mul(&d, mul(&d, e, pow2i(&d, n1, 1023, 52)), pow2i(&d, LLVMBuildSub(f->b, n, n1, ""), 1023, 52));
+    V r = sel(f, y_nan, K(f, NAN), LLVMBuildFPTrunc(f->b, s, f->t, ""));
     V half = mul(f, b, K(f, 0.5f));
     V b_int = eq(f, intrinsic_with(ir, f->b, "llvm.floor", b, NULL), b);
     V b_odd = and1(f, b_int, ne(f, intrinsic_with(ir, f->b, "llvm.floor", half, NULL), half));
@@ -275,6 +307,7 @@ static const struct {
     [TJL_TANHD] = {"tjl.tanhd", true, 1, tanhd_body, NULL},
     [TJL_ERFD] = {"tjl.erfd", true, 1, erfd_body, NULL},
     [TJL_ERFF] = {"tjl.erff", false, 1, erff_body, NULL},
+    [TJL_LOG2D] = {"tjl.log2d", true, 1, log2d_body, NULL},
     [TJL_POWF] = {"tjl.powf", false, 2, NULL, powf_body},
 };
 

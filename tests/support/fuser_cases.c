@@ -144,7 +144,7 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     int64_t base[3];
     for (int d = 0; d < nd; d++) base[d] = 1 + pick(&s, 6);
     if (pick(&s, 25) == 0 && nd) base[pick(&s, nd)] = 0; /* an empty tensor */
-    tj_dtype dt = pick(&s, 3) ? TJ_F32 : TJ_F64;
+    tj_dtype dt = pick(&s, 3) || o->no_f64 ? TJ_F32 : TJ_F64;
     if (o->int_inputs && pick(&s, 4) == 0) dt = TJ_I64;
     r.n_inputs = 2 + pick(&s, 3);
     tj_tensor *in[6];
@@ -154,7 +154,7 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
         memcpy(sz, base, sizeof sz);
         if (i > 0 && pick(&s, 3) == 0 && k) sz[pick(&s, k)] = 1; /* broadcast a dim */
         if (i > 0 && pick(&s, 5) == 0) k = 0;                   /* a 0-dim input */
-        tj_dtype d = i == 1 && pick(&s, 6) == 0 ? (dt == TJ_F32 ? TJ_F64 : TJ_I64) : dt;
+        tj_dtype d = i == 1 && pick(&s, 6) == 0 ? (dt == TJ_F32 && !o->no_f64 ? TJ_F64 : TJ_I64) : dt;
         if (o->int_inputs && i == 2 && pick(&s, 3) == 0) d = TJ_BOOL;
         in[i] = tt_random(gen, sz, k, d, -2, 2);
     }
@@ -190,4 +190,47 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     tj_program_free(fused);
     tj_graph_free(g);
     for (int i = 0; i < n_in; i++) tj_release(in[i]);
+}
+
+tj_status tt_run_op_kernel(const tjf_backend *backend, const tj_op_info *op, const tj_attr *attrs,
+                           tj_tensor *const *in, int n_in, tj_tensor **out) {
+    *out = NULL;
+    tj_graph *sub = tj_graph_new();
+    tj_value *v[3];
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < n_in; i++) {
+        tj_type t = tj_type_of_tensor(in[i]);
+        v[i] = tj_graph_add_input(sub, &t, NULL);
+        int64_t next[TJ_MAX_DIMS];
+        if (tjc_broadcast_shapes(op->name, sizes, nd, tj_sizes(in[i]), tj_ndim(in[i]), next, &nd)) {
+            tj_graph_free(sub);
+            return tj_last_status();
+        }
+        memcpy(sizes, next, sizeof sizes);
+    }
+    tj_dtype compute, result;
+    tj_status st = tjc_pw_types(op, in, n_in, &compute, &result);
+    tj_node *n = st ? NULL : tj_node_create_op(sub, op, v, n_in, attrs, op->schema.n_attrs, 1);
+    if (!st && (!n || tj_block_append(tj_graph_block(sub), n))) st = tj_last_status();
+    if (!st) {
+        tj_type ot = tj_type_contiguous(result, sizes, nd);
+        tj_value_set_type(tj_node_output(n, 0), &ot);
+        st = tj_graph_add_output(sub, tj_node_output(n, 0));
+    }
+    tjf_spec *spec = calloc(1, sizeof *spec);
+    tjf_kernel *k = NULL;
+    if (!st) {
+        tjf_spec_of(in, n_in, spec);
+        k = backend->compile(sub, spec);
+        if (!k) st = tj_last_status();
+    }
+    if (!st) {
+        *out = tjc_alloc(sizes, nd, result);
+        st = backend->launch(k, in, out);
+    }
+    if (k) backend->release(k);
+    free(spec);
+    tj_graph_free(sub);
+    return st;
 }

@@ -8,12 +8,14 @@
 #define TJIT_FUSER_CASES_H
 
 #include "core/core.h"
+#include "fuser/fuser.h"
 #include "tests/support/testing.h"
 
 typedef struct tt_fuser_opts {
     const char *backend;                  /* of the fused program; NULL: the portable runner */
     bool (*op_ok)(const tj_op_info *op);  /* ops the models may call; NULL: every fusible one */
     bool int_inputs;                      /* i64 and bool inputs as well as f32 and f64 */
+    bool no_f64;                          /* no f64 inputs (so nothing computes in f64) */
 } tt_fuser_opts;
 
 typedef struct tt_fuser_counts {
@@ -28,5 +30,11 @@ void tt_assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed)
 /* One random case (deterministic per seed): its model, unfused and fused,
  * on contiguous then strided inputs. */
 void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_counts *c);
+
+/* Runs op alone as the kernel of a one-node fusion group that backend
+ * compiles for inputs' spec (contiguous or not), as the interpreter would:
+ * the result in *out (a new reference). The error is the backend's. */
+tj_status tt_run_op_kernel(const tjf_backend *backend, const tj_op_info *op, const tj_attr *attrs,
+                           tj_tensor *const *in, int n_in, tj_tensor **out);
 
 #endif

@@ -1,0 +1,309 @@
+/* test_llvm_math.c — accuracy of the transcendentals in the LLVM backend's
+ * generated code (backend "llvm"), in the style of test_math.c: each
+ * function runs as a real kernel (a one-op fusion group, vectorised) over
+ *   f32: every 193rd float (about 22 million values across every exponent,
+ *        denormals, infinities and NaN included),
+ *   f64: 3 million doubles, a third uniform over all bit patterns and the
+ *        rest over the ranges where the functions change,
+ *   pow: 4 million (base, exponent) pairs and a table of special cases;
+ * and is checked twice: bit for bit against the C version in core/pw_math.h
+ * that the code mirrors, and in ulps against libm (f32: double libm rounded
+ * to f32; f64: long double libm). The bounds asserted here are the ones
+ * docs/codegen.md states. Skipped when built without LLVM. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/pw_math.h"
+#include "tests/support/fuser_cases.h"
+#ifdef TJIT_HAVE_LLVM
+#include "backends/llvm/tjl.h"
+
+/* ---- running the kernels ------------------------------------------------------- */
+
+static tj_tensor *tensor_of(const void *data, int64_t n, tj_dtype dt) {
+    tj_tensor *t = tj_empty(&n, 1, dt);
+    memcpy(tj_data(t), data, (size_t)n * tj_dtype_size(dt));
+    return t;
+}
+
+/* op (by name, default attributes) over x (and y), as an LLVM kernel. */
+static tj_tensor *run_kernel(const char *name, const void *x, const void *y, int64_t n, tj_dtype dt) {
+    const tj_op_info *op = tj_op_find(name);
+    assert_non_null(op);
+    tj_tensor *in[2] = {tensor_of(x, n, dt), y ? tensor_of(y, n, dt) : NULL};
+    tj_attr attrs[4];
+    for (int k = 0; k < op->schema.n_attrs; k++) attrs[k] = op->schema.args[op->schema.attr_pos[k]].def;
+    tj_tensor *out;
+    if (tt_run_op_kernel(tjl_backend(), op, attrs, in, y ? 2 : 1, &out) != TJ_OK)
+        fail_msg("%s: %s", name, tj_last_error());
+    tj_release(in[0]);
+    tj_release(in[1]);
+    return out;
+}
+
+/* ---- f32 ------------------------------------------------------------------------ */
+
+/* Distance in representable floats; both finite. */
+static int64_t ulps_f(float a, float b) {
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4);
+    memcpy(&ib, &b, 4);
+    int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return oa > ob ? oa - ob : ob - oa;
+}
+
+static bool same_f(float a, float b) {
+    return (a != a && b != b) || !memcmp(&a, &b, 4);
+}
+
+static float *float_sweep(int64_t *n) {
+    int64_t cap = (int64_t)((1ull << 32) / 193 + 1), k = 0;
+    float *x = malloc(sizeof(float) * (size_t)cap);
+    for (uint64_t u = 0; u < (1ull << 32); u += 193) {
+        uint32_t b = (uint32_t)u;
+        memcpy(&x[k++], &b, 4);
+    }
+    *n = k;
+    return x;
+}
+
+static float sigmoid_c(float x) { return 1.0f / (1.0f + tjm_expf(-x)); }
+static double sigmoid_ref(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+/* The kernel of name over every 193rd float: bits of mirror, and ulps from
+ * ref within bound where ref's result is finite and x in [lo, hi]. */
+static void sweep_f32(const char *name, float (*mirror)(float), double (*ref)(double), double lo, double hi,
+                      int64_t bound) {
+    int64_t n;
+    float *x = float_sweep(&n);
+    tj_tensor *out = run_kernel(name, x, NULL, n, TJ_F32);
+    const float *got = tj_data(out);
+    int64_t worst = 0, checked = 0;
+    float at = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!same_f(got[i], mirror(x[i])))
+            fail_msg("%s(%a): kernel %a, C version %a", name, (double)x[i], (double)got[i], (double)mirror(x[i]));
+        if (!(x[i] >= lo && x[i] <= hi)) continue;
+        float want = (float)ref((double)x[i]);
+        if (!isfinite(want) || !isfinite(got[i])) {
+            if (!(got[i] == want)) fail_msg("%s(%a): got %a, want %a", name, (double)x[i], (double)got[i], (double)want);
+            continue;
+        }
+        int64_t d = ulps_f(got[i], want);
+        if (d > worst) {
+            worst = d;
+            at = x[i];
+        }
+        checked++;
+    }
+    print_message("f32 %-8s max error %lld ulp (at %a) over %lld values\n", name + 6, (long long)worst,
+                  (double)at, (long long)checked);
+    assert_true(checked > 1000000);
+    assert_true(worst <= bound);
+    tj_release(out);
+    free(x);
+}
+
+/* the special values every function must get exactly right, whatever the bound */
+static void specials_f32(const char *name, double (*ref)(double)) {
+    const float x[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-45f, 1e-40f, -1e-40f,
+                       1.17549435e-38f, 3.4e38f, -3.4e38f, 1e30f, -1e30f, 88.7f, -103.9f, 1.0f, -1.0f};
+    int n = sizeof x / sizeof x[0];
+    tj_tensor *out = run_kernel(name, x, NULL, n, TJ_F32);
+    const float *got = tj_data(out);
+    for (int i = 0; i < n; i++) {
+        float want = (float)ref((double)x[i]);
+        bool exact = !isfinite(want) || want == 0 || x[i] == 0 || !isfinite(x[i]) || fabsf(want) == 1.0f;
+        if (exact ? !same_f(got[i], want) : ulps_f(got[i], want) > 2)
+            fail_msg("%s(%a): got %a, want %a", name, (double)x[i], (double)got[i], (double)want);
+    }
+    tj_release(out);
+}
+
+static void f32_exp_log_tanh_sigmoid(void **state) {
+    (void)state;
+    sweep_f32("aten::exp", tjm_expf, exp, -1e30, 88.7, 1);
+    sweep_f32("aten::log", tjm_logf, log, 0x1p-149, 3.5e38, 1);
+    sweep_f32("aten::tanh", tjm_tanhf, tanh, -1e38, 1e38, 1);
+    /* below -87 the true result is denormal and e^-x overflows f32 */
+    sweep_f32("aten::sigmoid", sigmoid_c, sigmoid_ref, -87.0, 1e38, 2);
+    specials_f32("aten::exp", exp);
+    specials_f32("aten::log", log);
+    specials_f32("aten::tanh", tanh);
+}
+
+static void f32_erf(void **state) {
+    (void)state;
+    sweep_f32("aten::erf", tjm_erff, erf, -1e38, 1e38, 1);
+    specials_f32("aten::erf", erf);
+}
+
+static void f32_pow(void **state) {
+    (void)state;
+    enum { PAIRS = 4000000 };
+    float *a = malloc(sizeof(float) * PAIRS), *b = malloc(sizeof(float) * PAIRS);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < PAIRS; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        uint32_t u = (uint32_t)s, v = (uint32_t)(s >> 32);
+        memcpy(&a[i], &u, 4);
+        memcpy(&b[i], &v, 4);
+        switch (i % 4) { /* bases and exponents where results stay finite, and integers */
+        case 0: a[i] = (float)((double)(u >> 8) / 16777216.0 * 8); b[i] = (float)((double)(v >> 8) / 16777216.0 * 60 - 30); break;
+        case 1: b[i] = (float)((int)(v % 61) - 30); break;
+        case 2: a[i] = -a[i]; b[i] = (float)((int)(v % 21) - 10); break;
+        default: break; /* any bits at all */
+        }
+    }
+    tj_tensor *out = run_kernel("aten::pow", a, b, PAIRS, TJ_F32);
+    const float *got = tj_data(out);
+    int64_t worst = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        if (!same_f(got[i], tjm_powf(a[i], b[i])))
+            fail_msg("pow(%a, %a): kernel %a, C version %a", (double)a[i], (double)b[i], (double)got[i],
+                     (double)tjm_powf(a[i], b[i]));
+        float want = powf(a[i], b[i]);
+        if (!isfinite(want) || !isfinite(got[i]) || want == 0 || got[i] == 0) {
+            if (!same_f(got[i], want))
+                fail_msg("pow(%a, %a): got %a, want %a", (double)a[i], (double)b[i], (double)got[i], (double)want);
+            continue;
+        }
+        if (signbit(got[i]) != signbit(want)) fail_msg("pow(%a, %a): sign", (double)a[i], (double)b[i]);
+        int64_t d = ulps_f(got[i], want);
+        if (d > worst) worst = d;
+    }
+    print_message("f32 pow      max error %lld ulp over %d pairs\n", (long long)worst, PAIRS);
+    assert_true(worst <= 1);
+    tj_release(out);
+    /* C99's special cases, all pairs of these */
+    const float sp[] = {0.0f, -0.0f, 1.0f, -1.0f, INFINITY, -INFINITY, NAN, 2.0f, -2.0f, 0.5f, -0.5f,
+                        3.0f, -3.0f, 1e-45f, 16777216.0f, 16777217.0f, 1e30f, -1e30f};
+    enum { K = sizeof sp / sizeof sp[0] };
+    float x[K * K], y[K * K];
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < K; j++) {
+            x[i * K + j] = sp[i];
+            y[i * K + j] = sp[j];
+        }
+    out = run_kernel("aten::pow", x, y, K * K, TJ_F32);
+    got = tj_data(out);
+    for (int i = 0; i < K * K; i++)
+        if (!same_f(got[i], powf(x[i], y[i])))
+            fail_msg("pow(%a, %a): got %a, want %a", (double)x[i], (double)y[i], (double)got[i],
+                     (double)powf(x[i], y[i]));
+    tj_release(out);
+    free(a);
+    free(b);
+}
+
+/* ---- f64 --------------------------------------------------------------------------- */
+
+static bool same_d(double a, double b) { return (a != a && b != b) || !memcmp(&a, &b, 8); }
+
+/* Error of got in ulps of the long double reference (fractional). */
+static double ulps_d(double got, long double want) {
+    double w = (double)want;
+    if (got == w) return 0;
+    int e;
+    frexp(w, &e);
+    double u = ldexp(1.0, e - 53);
+    if (u < 0x1p-1074) u = 0x1p-1074;
+    return (double)(fabsl((long double)got - want) / u);
+}
+
+static long double sigmoidl_ref(long double x) { return 1.0L / (1.0L + expl(-x)); }
+static double sigmoid_d(double x) { return 1.0 / (1.0 + tjm_expd(-x)); }
+
+static void sweep_f64(const char *name, double (*mirror)(double), long double (*ref)(long double), double lo,
+                      double hi, double bound) {
+    enum { M = 3000000 };
+    double *x = malloc(sizeof(double) * M);
+    uint64_t s = 0x2545F4914F6CDD1Dull;
+    for (int i = 0; i < M; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        if (i % 3 == 0) memcpy(&x[i], &s, 8); /* any bits: every exponent, denormals, NaN */
+        else if (i % 3 == 1) x[i] = lo + (hi - lo) * ((double)(s >> 11) / 9007199254740992.0);
+        else x[i] = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 8; /* near 0: the small paths */
+    }
+    tj_tensor *out = run_kernel(name, x, NULL, M, TJ_F64);
+    const double *got = tj_data(out);
+    double worst = 0, at = 0;
+    int64_t checked = 0;
+    for (int i = 0; i < M; i++) {
+        if (!same_d(got[i], mirror(x[i])))
+            fail_msg("%s(%a): kernel %a, C version %a", name, x[i], got[i], mirror(x[i]));
+        if (!(x[i] >= lo && x[i] <= hi)) continue;
+        long double want = ref((long double)x[i]);
+        if (!isfinite((double)want) || !isfinite(got[i])) {
+            if (!(got[i] == (double)want)) fail_msg("%s(%a): got %a, want %a", name, x[i], got[i], (double)want);
+            continue;
+        }
+        double d = ulps_d(got[i], want);
+        if (d > worst) {
+            worst = d;
+            at = x[i];
+        }
+        checked++;
+    }
+    print_message("f64 %-8s max error %.2f ulp (at %a) over %lld values\n", name + 6, worst, at,
+                  (long long)checked);
+    assert_true(checked > M / 2);
+    assert_true(worst <= bound);
+    tj_release(out);
+    free(x);
+}
+
+static void specials_f64(const char *name, double (*ref)(double)) {
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324, -5e-324, 1e-310, 2.2250738585072014e-308,
+                        1.7e308, -1.7e308, 1e300, -1e300, 709.7, -745.1, 1.0, -1.0, 6.0, -6.0, 40.0};
+    int n = sizeof x / sizeof x[0];
+    tj_tensor *out = run_kernel(name, x, NULL, n, TJ_F64);
+    const double *got = tj_data(out);
+    for (int i = 0; i < n; i++) {
+        double want = ref(x[i]);
+        bool exact = !isfinite(want) || want == 0 || x[i] == 0 || !isfinite(x[i]) || fabs(want) == 1.0;
+        if (exact ? !same_d(got[i], want) : ulps_d(got[i], want) > 4)
+            fail_msg("%s(%a): got %a, want %a", name, x[i], got[i], want);
+    }
+    tj_release(out);
+}
+
+static void f64_exp_log_tanh_sigmoid_erf(void **state) {
+    (void)state;
+    sweep_f64("aten::exp", tjm_expd, expl, -745.0, 709.7, 2);
+    sweep_f64("aten::log", tjm_logd, logl, 0, 1.7e308, 1);
+    sweep_f64("aten::tanh", tjm_tanhd, tanhl, -40, 40, 2);
+    sweep_f64("aten::sigmoid", sigmoid_d, sigmoidl_ref, -700, 700, 3);
+    sweep_f64("aten::erf", tjm_erfd, erfl, -7, 7, 3);
+    specials_f64("aten::exp", exp);
+    specials_f64("aten::log", log);
+    specials_f64("aten::tanh", tanh);
+    specials_f64("aten::erf", erf);
+}
+#else
+static void llvm_skipped(void **state) {
+    (void)state;
+    skip(); /* built without LLVM */
+}
+#endif
+
+int main(void) {
+#ifdef TJIT_HAVE_LLVM
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(f32_exp_log_tanh_sigmoid),
+        cmocka_unit_test(f32_erf),
+        cmocka_unit_test(f32_pow),
+        cmocka_unit_test(f64_exp_log_tanh_sigmoid_erf),
+    };
+#else
+    const struct CMUnitTest tests[] = {cmocka_unit_test(llvm_skipped)};
+#endif
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
