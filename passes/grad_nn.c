@@ -95,7 +95,7 @@ static tj_status d_mse_loss(tjg_ctx *c) {
     tj_attr r = *tjg_attr(c, "reduction");
     tjg_val gx = tjg_op(c, TJ_OP_mse_loss_backward, (tjg_val[]){G, IN(0), IN(1)}, 3, &r);
     SET(0, gx);
-    if (c->needs[1]) SET(1, tjg_sum_to(c, tjg_neg(c, gx), IN(1)));
+    if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_neg(c, gx), 1));
     return TJ_OK;
 }
 /* r = go * k (x - t), k = 2 (2/N for mean; go is 0-dim unless reduction none) */
@@ -169,7 +169,7 @@ static tj_status d_bce_with_logits(tjg_ctx *c) {
     if (c->needs[1]) { /* w (-x + (pw - 1) sp) */
         tjg_val d = tjg_neg(c, x);
         if (pw) d = tjg_add(c, d, tjg_mul(c, tjg_add_scalar(c, pw, -1.0), sp));
-        SET(1, tjg_sum_to(c, tjg_mul(c, gw, d), t));
+        SET(1, tjg_sum_to_input(c, tjg_mul(c, gw, d), 1));
     }
     if (c->needs[2]) { /* (1 - t) x + lw sp */
         tjg_val lw = log_weight(c, t, pw);
@@ -220,16 +220,20 @@ static tj_status d_bce_with_logits_backward(tjg_ctx *c) {
 
 static tj_attr int_attr(int64_t v) { return (tj_attr){.i = v}; }
 
-/* zeros like x with src's elements added at index along dim */
-static tjg_val scatter_into_zeros(tjg_ctx *c, tjg_val x, const tj_attr *dim, tjg_val index,
+/* zeros of forward input i's sizes (src's dtype) with src's elements added
+ * at index along dim; input i is not saved for its sizes */
+static tjg_val scatter_into_zeros(tjg_ctx *c, int i, const tj_attr *dim, tjg_val index,
                                   tjg_val src) {
-    if (!src) return NULL;
-    return tjg_op(c, TJ_OP_scatter_add, (tjg_val[]){tjg_zeros_like(c, x), index, src}, 3, dim);
+    if (!src || c->status) return NULL;
+    tj_type t = tjg_input_type(c, i);
+    tj_attr size = {.ints = {t.sizes, t.ndim}};
+    tjg_val zeros = tjg_op(c, TJ_OP_new_zeros, &src, 1, &size);
+    return tjg_op(c, TJ_OP_scatter_add, (tjg_val[]){zeros, index, src}, 3, dim);
 }
 
 /* The weight's gradient sums rows of g into [num_weights, D]. */
 static tj_status d_embedding(tjg_ctx *c) {
-    tj_type tw = tjg_type(c, IN(0));
+    tj_type tw = tjg_input_type(c, 0); /* the table is not saved for its sizes */
     if (c->status) return c->status;
     tj_attr a[3] = {int_attr(tw.sizes[0]), *tjg_attr(c, "padding_idx"),
                     *tjg_attr(c, "scale_grad_by_freq")};
@@ -281,12 +285,12 @@ static tj_status d_index_select(tjg_ctx *c) {
     int64_t line[TJ_MAX_DIMS];
     for (int k = 0; k < tg.ndim; k++) line[k] = k == d ? tg.sizes[d] : 1;
     tjg_val index = tjg_nn_expand(c, tjg_nn_reshape(c, IN(1), line, tg.ndim), tg.sizes, tg.ndim);
-    SET(0, scatter_into_zeros(c, IN(0), dim, index, g));
+    SET(0, scatter_into_zeros(c, 0, dim, index, g));
     return TJ_OK;
 }
 
 static tj_status d_gather(tjg_ctx *c) {
-    SET(0, scatter_into_zeros(c, IN(0), tjg_attr(c, "dim"), IN(1), G));
+    SET(0, scatter_into_zeros(c, 0, tjg_attr(c, "dim"), IN(1), G));
     return TJ_OK;
 }
 
@@ -297,7 +301,7 @@ static tj_status d_scatter_add(tjg_ctx *c) {
     if (!c->needs[2]) return TJ_OK;
     const tj_attr *dim = tjg_attr(c, "dim");
     tjg_val index = IN(1), r = tjg_op(c, TJ_OP_gather, (tjg_val[]){G, index}, 2, dim);
-    tj_type ti = tjg_type(c, index), ts = tjg_type(c, IN(2));
+    tj_type ti = tjg_type(c, index), ts = tjg_input_type(c, 2);
     if (c->status) return c->status;
     int64_t sizes[TJ_MAX_DIMS];
     memcpy(sizes, ti.sizes, sizeof(int64_t) * (size_t)ti.ndim);

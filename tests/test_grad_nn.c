@@ -670,6 +670,47 @@ static void dropout_in_training_is_refused(void **state) {
     tj_generator_free(g);
 }
 
+/* ---- a chain of rules ----------------------------------------------------------------
+ * Second derivatives of a small classifier head, batch_norm (training) ->
+ * layer_norm -> log_softmax -> nll_loss, the way a gradient penalty takes
+ * them: the rules compose across ops, not only one op at a time. */
+
+static tj_status head(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    static const int64_t width[1] = {4};
+    tj_scope_begin();
+    tj_tensor *h = tj_batch_norm(in[0], in[1], in[2], NULL, NULL, true, 0.1, 1e-5);
+    h = tj_layer_norm(h, width, 1, in[3], NULL, 1e-5);
+    out[0] = tj_nll_loss(tj_log_softmax(h, 1), in[4], NULL, "mean", -100);
+    tj_status st = out[0] ? TJ_OK : tj_last_status();
+    if (out[0]) tj_keep(out[0]);
+    tj_scope_end();
+    return st;
+}
+
+static void second_order_through_a_chain(void **state) {
+    (void)state;
+    tj_generator *g = tj_generator_new(41);
+    tj_tensor *target = IDX(targets, 3);
+    tj_tensor *in[5] = {R(g, -1.5, 1.5, 3, 4), R(g, 0.5, 1.5, 4), R(g, -1, 1, 4), R(g, 0.5, 1.5, 4),
+                        target};
+    tj_graph *fwd = tj_trace(head, NULL, in, 5, 1, NULL);
+    if (!fwd) fail_msg("trace: %s", tj_last_error());
+    bool wrt[5] = {true, true, true, true, false};
+    tj_graph *grad = tj_grad_graph(fwd, wrt);
+    if (!grad) fail_msg("tj_grad_graph: %s", tj_last_error());
+    tj_tensor *all[6] = {in[0], in[1], in[2], in[3], target, tt_random(g, NULL, 0, TJ_F64, 0.5, 1.5)};
+    bool wrt2[6] = {true, true, true, true, false, true};
+    tt_gradcheck_graph(fwd, all, wrt, 1e-6, 1e-5, "classifier head");
+    tt_gradcheck_graph(grad, all, wrt2, 1e-5, 1e-4, "classifier head (second order)");
+    tj_graph_free(grad);
+    tj_graph_free(fwd);
+    for (int i = 0; i < 4; i++) tj_release(in[i]);
+    tj_release(all[5]);
+    tj_release(target);
+    tj_generator_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_nn_op_is_listed),
@@ -678,6 +719,7 @@ int main(void) {
         cmocka_unit_test(embedding_padding_and_frequency),
         cmocka_unit_test(native_dropout_in_training),
         cmocka_unit_test(dropout_in_training_is_refused),
+        cmocka_unit_test(second_order_through_a_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
