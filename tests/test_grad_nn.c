@@ -699,14 +699,15 @@ static void second_order_through_a_chain(void **state) {
     bool wrt[5] = {true, true, true, true, false};
     tj_graph *grad = tj_grad_graph(fwd, wrt);
     if (!grad) fail_msg("tj_grad_graph: %s", tj_last_error());
-    tj_tensor *all[6] = {in[0], in[1], in[2], in[3], target, tt_random(g, NULL, 0, TJ_F64, 0.5, 1.5)};
+    tj_tensor *seed = tt_random(g, NULL, 0, TJ_F64, 0.5, 1.5); /* the loss's gradient */
+    tj_tensor *all[6] = {in[0], in[1], in[2], in[3], target, seed};
     bool wrt2[6] = {true, true, true, true, false, true};
     tt_gradcheck_graph(fwd, all, wrt, 1e-6, 1e-5, "classifier head");
     tt_gradcheck_graph(grad, all, wrt2, 1e-5, 1e-4, "classifier head (second order)");
     tj_graph_free(grad);
     tj_graph_free(fwd);
     for (int i = 0; i < 4; i++) tj_release(in[i]);
-    tj_release(all[5]);
+    tj_release(seed);
     tj_release(target);
     tj_generator_free(g);
 }
