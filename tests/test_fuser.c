@@ -84,7 +84,7 @@ static void fused_equals_unfused_on_random_graphs(void **state) {
     const char *env = getenv("TJIT_FUSER_CASES");
     int cases = env ? atoi(env) : 1500;
     tj_generator *gen = tj_generator_new(11);
-    tt_fuser_opts o = {NULL, NULL, false};
+    tt_fuser_opts o = {NULL, NULL, false, false};
     tt_fuser_counts c = {0, 0, 0};
     for (int seed = 0; seed < cases; seed++) tt_fuser_run_case(seed, gen, &o, &c);
     tj_generator_free(gen);
