@@ -17,7 +17,6 @@
 #include "examples/models/models.h"
 #ifdef TJIT_HAVE_LLVM
 #include "backends/llvm/tjl.h"
-#endif
 
 enum { VARIANTS = 3 }; /* unfused, portable, llvm */
 static const char *const passes_of[VARIANTS] = {"dce,cse", NULL, NULL};
@@ -160,6 +159,8 @@ static void bench_lstm(tj_generator *gen, int64_t batch, int64_t hidden, int thr
     for (int i = 0; i < 3; i++) tj_release(in[i]);
     tjx_lstm_cell.destroy(params);
 }
+
+#endif
 
 int main(int argc, char **argv) {
 #ifndef TJIT_HAVE_LLVM

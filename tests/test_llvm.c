@@ -233,6 +233,7 @@ static void random_models_vectorised_mode(void **state) {
 
 /* ---- big kernels: threads ------------------------------------------------------ */
 
+#ifdef TJIT_HAVE_LLVM
 /* h = sigmoid(g0) * tanh(g1 + bias) + g2 * c over chunks of gates [B, 3H],
  * and exp(-h): rows of H, a broadcast bias, and c contiguous or strided. */
 static tj_status gates_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -248,6 +249,8 @@ static tj_status gates_model(void *ctx, tj_tensor *const *in, int n_in, tj_tenso
     tj_scope_end();
     return out[1] ? TJ_OK : tj_last_status();
 }
+
+#endif
 
 static void big_kernels_split_across_threads(void **state) {
     (void)state;
@@ -294,6 +297,7 @@ static void big_kernels_split_across_threads(void **state) {
 
 /* ---- caching -------------------------------------------------------------------- */
 
+#ifdef TJIT_HAVE_LLVM
 static double chain_constant = 1.0; /* varied to make kernels no other test has loaded */
 
 static tj_status small_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -306,7 +310,6 @@ static tj_status small_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tenso
     return out[0] ? TJ_OK : tj_last_status();
 }
 
-#ifdef TJIT_HAVE_LLVM
 /* The fused graph of small_chain on 2-D inputs of sizes sz, and its group. */
 static tj_graph *chain_graph(const int64_t *sz, tj_tensor **in, tj_node **grp) {
     tj_generator *gen = tj_generator_new(5);
