@@ -1,0 +1,285 @@
+/* suite.c — bench_suite, the tjit half of `make bench`: every workload of the
+ * side-by-side comparison with PyTorch (LSTM cell forward and forward+backward
+ * at three sizes, the pointwise chain, an MLP training step, the CNN and the
+ * transformer block forward, per-op overhead, sgemm), each measured as tjit
+ * eager, replay (unfused), fused with the portable runner and fused with
+ * LLVM, plus a plain copy and OpenBLAS's sgemm for the machine's limits.
+ * Writes <out>/tjit.csv, <out>/manifest.json and <out>/data/<workload>/ (.npy files:
+ * inputs, weights, each variant's outputs and gradients), which
+ * bench/torch_compare.py reads; bench/report.py prints the table.
+ * Usage: bench_suite [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID] */
+#include <cblas.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/suite/harness.h"
+#include "examples/models/models.h"
+
+enum { CHAIN_OPS = 100 };
+
+/* ---- model functions of the workloads that are not example models ------------- */
+
+/* y = tanh(x*a + b) * sigmoid(x) + 1 */
+static tj_status pointwise_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    tj_scope_begin();
+    tj_tensor *x = in[0], *a = in[1], *b = in[2];
+    tj_tensor *t = tj_tanh(tj_add(tj_mul(x, a), b, 1.0));
+    out[0] = tj_keep(tj_add_scalar(tj_mul(t, tj_sigmoid(x)), 1.0, 1.0));
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* y = x + b + b + ... (CHAIN_OPS adds on 1-element tensors: per-op overhead) */
+static tj_status add_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    tj_scope_begin();
+    tj_tensor *x = in[0];
+    for (int i = 0; i < CHAIN_OPS; i++) x = tj_add(x, in[1], 1.0);
+    out[0] = tj_keep(x);
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+static tj_status matmul(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    out[0] = tj_mm(in[0], in[1]);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* sum(h') + sum(c') of the LSTM cell: a scalar to differentiate. The model's
+ * outputs belong to the innermost open scope at the call: this one. */
+static tj_status lstm_cell_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    tj_tensor *hc[2];
+    tj_scope_begin();
+    tj_status st = tjx_lstm_cell.forward(ctx, in, 3, hc, 2);
+    tj_tensor *l = st ? NULL : tj_add(tj_sum(hc[0], NULL, 0, false), tj_sum(hc[1], NULL, 0, false), 1.0);
+    out[0] = tj_keep(l);
+    tj_scope_end();
+    return l ? TJ_OK : (st ? st : tj_last_status());
+}
+
+/* nll_loss(mlp(x), target), mean over the batch */
+static tj_status mlp_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    tj_tensor *y = NULL;
+    tj_scope_begin();
+    tj_status st = tjx_mlp.forward(ctx, in, 1, &y, 1);
+    tj_tensor *l = st ? NULL : tj_nll_loss(y, in[1], NULL, "mean", -100);
+    out[0] = tj_keep(l);
+    tj_scope_end();
+    return l ? TJ_OK : (st ? st : tj_last_status());
+}
+
+/* ---- the extras: the machine's limits, interleaved with the variants ------------- */
+
+typedef struct copy_ctx {
+    float *src, *dst;
+    int64_t n;
+    int threads;
+} copy_ctx;
+
+static void run_copy(void *p) {
+    copy_ctx *c = p;
+#pragma omp parallel num_threads(c->threads)
+    {
+        int k = omp_get_thread_num(), nt = omp_get_num_threads();
+        int64_t lo = c->n * k / nt, hi = c->n * (k + 1) / nt;
+        memcpy(c->dst + lo, c->src + lo, (size_t)(hi - lo) * sizeof(float));
+    }
+}
+
+typedef struct sgemm_ctx {
+    const float *a, *b;
+    float *c;
+    int n;
+} sgemm_ctx;
+
+static void run_sgemm(void *p) {
+    sgemm_ctx *s = p;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s->n, s->n, s->n, 1.0f, s->a, s->n, s->b,
+                s->n, 0.0f, s->c, s->n);
+}
+
+/* ---- the workloads ---------------------------------------------------------------- */
+
+typedef struct options {
+    const char *only; /* comma-separated ids, or NULL for all */
+} options;
+
+static bool selected(const options *o, const char *id) {
+    if (!o->only) return true;
+    size_t n = strlen(id);
+    for (const char *p = o->only; (p = strstr(p, id)); p += n)
+        if ((p == o->only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+    return false;
+}
+
+static void release_inputs(bs_workload *w) {
+    for (int k = 0; k < w->n_in; k++) tj_release(w->in[k]);
+}
+
+static void lstm_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
+    static const struct { int64_t b, h; } sizes[3] = {{1, 64}, {64, 512}, {512, 256}};
+    for (int s = 0; s < 3; s++) {
+        for (int bwd = 0; bwd < 2; bwd++) {
+            char id[64], label[96];
+            snprintf(id, sizeof id, "lstm_%s_b%lld", bwd ? "fwdbwd" : "fwd", (long long)sizes[s].b);
+            snprintf(label, sizeof label, "LSTM cell %s B=%lld H=%lld", bwd ? "fwd+bwd" : "forward",
+                     (long long)sizes[s].b, (long long)sizes[s].h);
+            if (!selected(o, id)) continue;
+            void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){sizes[s].b, sizes[s].h,
+                                                                           sizes[s].h, 1, 1});
+            bs_workload w = {.id = id, .label = label, .kind = bwd ? "lstm_cell_loss" : "lstm_cell",
+                             .fn = bwd ? lstm_cell_loss : tjx_lstm_cell.forward, .ctx = cell,
+                             .n_in = 3, .n_out = bwd ? 1 : 2, .backward = bwd};
+            if (!cell || tjx_lstm_cell.make_inputs(cell, gen, w.in)) {
+                fprintf(stderr, "bench_suite: %s: %s\n", id, tj_last_error());
+                exit(1);
+            }
+            w.n_params = tjx_lstm_cell.parameters(cell, w.params, BS_MAX_PARAMS);
+            bs_run_workload(cfg, &w);
+            release_inputs(&w);
+            tjx_lstm_cell.destroy(cell);
+        }
+    }
+}
+
+static void pointwise_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
+    const int64_t sizes[2] = {1000000, 10000000};
+    for (int s = 0; s < 2; s++) {
+        int64_t n = sizes[s];
+        char id[64], label[96];
+        snprintf(id, sizeof id, "pointwise_%s", s ? "1e7" : "1e6");
+        snprintf(label, sizeof label, "pointwise tanh(x*a+b)*sigmoid(x)+1, %s", s ? "1e7" : "1e6");
+        if (!selected(o, id)) continue;
+        copy_ctx c = {aligned_alloc(64, (size_t)n * 4), aligned_alloc(64, (size_t)n * 4), n,
+                      cfg->threads};
+        if (!c.src || !c.dst) exit(1);
+        memset(c.src, 1, (size_t)n * 4); /* touch every page before timing */
+        memset(c.dst, 0, (size_t)n * 4);
+        bs_workload w = {.id = id, .label = label, .kind = "pointwise", .fn = pointwise_chain,
+                         .n_in = 3, .n_out = 1, .bytes = 16.0 * (double)n, /* x, a, b in; y out */
+                         .extra = {"copy", run_copy, &c}};
+        for (int k = 0; k < 3; k++) w.in[k] = tj_randn(&n, 1, TJ_F32, gen);
+        bs_run_workload(cfg, &w);
+        release_inputs(&w);
+        free(c.src);
+        free(c.dst);
+    }
+}
+
+/* a model from the registry with its example inputs, forward only */
+static void model_workload(bs_config *cfg, const options *o, tj_generator *gen, const tjx_model *m,
+                           const char *id, const char *label) {
+    if (!selected(o, id)) return;
+    void *params = m->create(gen);
+    bs_workload w = {.id = id, .label = label, .kind = m->name, .fn = m->forward, .ctx = params,
+                     .n_in = m->n_in, .n_out = m->n_out};
+    if (!params || m->make_inputs(params, gen, w.in)) {
+        fprintf(stderr, "bench_suite: %s: %s\n", id, tj_last_error());
+        exit(1);
+    }
+    w.n_params = m->parameters(params, w.params, BS_MAX_PARAMS);
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+    m->destroy(params);
+}
+
+static void mlp_workload(bs_config *cfg, const options *o, tj_generator *gen) {
+    if (!selected(o, "mlp_train")) return;
+    void *mlp = tjx_mlp.create(gen);
+    bs_workload w = {.id = "mlp_train", .label = "MLP 784-256-256-10 train step, batch 64",
+                     .kind = "mlp_train", .fn = mlp_loss, .ctx = mlp, .n_in = 2, .n_out = 1,
+                     .backward = true, .lr = 0.01};
+    if (!mlp || tjx_mlp.make_inputs(mlp, gen, w.in)) exit(1);
+    int64_t b = tj_size(w.in[0], 0);
+    tj_scope_begin();
+    w.in[1] = tj_retain(tj_to_dtype(tj_floor(tj_mul_scalar(tj_rand(&b, 1, TJ_F64, gen), 10.0)), TJ_I64));
+    tj_scope_end();
+    w.n_params = tjx_mlp.parameters(mlp, w.params, BS_MAX_PARAMS);
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+    tjx_mlp.destroy(mlp);
+}
+
+static void overhead_workload(bs_config *cfg, const options *o, tj_generator *gen) {
+    if (!selected(o, "overhead")) return;
+    int64_t one = 1;
+    bs_workload w = {.id = "overhead", .label = "per-op overhead: 100 adds, 1 element",
+                     .kind = "add_chain", .fn = add_chain, .n_in = 2, .n_out = 1, .ops = CHAIN_OPS};
+    w.in[0] = tj_randn(&one, 1, TJ_F32, gen);
+    w.in[1] = tj_randn(&one, 1, TJ_F32, gen);
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+}
+
+static void sgemm_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
+    const int sizes[2] = {512, 2048};
+    for (int s = 0; s < 2; s++) {
+        int n = sizes[s];
+        char id[64], label[96];
+        snprintf(id, sizeof id, "sgemm_%d", n);
+        snprintf(label, sizeof label, "sgemm %d x %d x %d", n, n, n);
+        if (!selected(o, id)) continue;
+        int64_t shape[2] = {n, n};
+        bs_workload w = {.id = id, .label = label, .kind = "mm", .fn = matmul, .n_in = 2,
+                         .n_out = 1, .flops = 2.0 * n * n * (double)n};
+        w.in[0] = tj_randn(shape, 2, TJ_F32, gen);
+        w.in[1] = tj_randn(shape, 2, TJ_F32, gen);
+        sgemm_ctx sc = {tj_data(w.in[0]), tj_data(w.in[1]), aligned_alloc(64, sizeof(float) * (size_t)n * (size_t)n), n};
+        if (!sc.c) exit(1);
+        memset(sc.c, 0, sizeof(float) * (size_t)n * (size_t)n);
+        w.extra = (bs_extra){"openblas", run_sgemm, &sc};
+        bs_run_workload(cfg, &w);
+        release_inputs(&w);
+        free(sc.c);
+    }
+}
+
+int main(int argc, char **argv) {
+    bs_config cfg = {.out_dir = "build/bench", .budget_s = 5.0, .min_reps = 5, .max_reps = 2000,
+                     .warmup = 3, .threads = tj_get_num_threads()};
+    options o = {0};
+    for (int i = 1; i < argc; i++) {
+        bool more = i + 1 < argc;
+        if (!strcmp(argv[i], "--out") && more) cfg.out_dir = argv[++i];
+        else if (!strcmp(argv[i], "--budget") && more) cfg.budget_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && more) cfg.threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (cfg.threads < 1) cfg.threads = 1;
+    /* one thread count for tjit's loops, OpenBLAS and (through the manifest) PyTorch */
+    tj_set_num_threads(cfg.threads);
+    openblas_set_num_threads(cfg.threads);
+    if (!bs_open(&cfg)) {
+        fprintf(stderr, "bench_suite: cannot write to %s\n", cfg.out_dir);
+        return 1;
+    }
+    printf("bench_suite: %d threads, %.1f s per workload, data in %s\n", cfg.threads, cfg.budget_s,
+           cfg.out_dir);
+    tj_generator *gen = tj_generator_new(2024);
+    lstm_workloads(&cfg, &o, gen);
+    pointwise_workloads(&cfg, &o, gen);
+    mlp_workload(&cfg, &o, gen);
+    model_workload(&cfg, &o, gen, &tjx_cnn, "cnn_fwd", "CNN forward, batch 8, 3x32x32");
+    model_workload(&cfg, &o, gen, &tjx_transformer, "transformer_fwd",
+                   "transformer block forward, seq 128, width 256");
+    overhead_workload(&cfg, &o, gen);
+    sgemm_workloads(&cfg, &o, gen);
+    tj_generator_free(gen);
+#ifdef TJIT_HAVE_LLVM
+    bs_close(&cfg, true);
+#else
+    bs_close(&cfg, false);
+#endif
+    return 0;
+}
