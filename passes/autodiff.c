@@ -146,6 +146,31 @@ static tj_status run_rule(diff *d, tj_node *n) {
     return st;
 }
 
+/* aten::dropout in training returns no mask, so its gradient cannot be
+ * formed: like PyTorch's JIT, differentiate native_dropout instead, whose
+ * mask the backward graph saves. */
+static tj_status dropout_with_mask(tj_graph *g) {
+    const tj_op_info *dropout = tjc_op(TJ_OP_dropout), *native = tjc_op(TJ_OP_native_dropout);
+    for (tj_node *n = tj_block_first(tj_graph_block(g)); n; n = tj_node_next(n)) {
+        if (tj_node_op(n) != dropout) continue;
+        const tj_attr *a = tj_node_attrs(n); /* p, train, generator */
+        if (!a[1].b || !(a[0].f > 0 && a[0].f < 1)) continue;
+        tj_value *x = tj_node_input(n, 0);
+        const tj_type *tx = tj_value_type(x);
+        tj_type types[2];
+        int made = 0;
+        tj_status st = tjg_infer_types(native, &tx, 1, a, types, 2, &made);
+        tj_node *m = st ? NULL : tj_node_create_op(g, native, &x, 1, a, native->schema.n_attrs, 2);
+        if (!m) return st ? st : tj_last_status();
+        if ((st = tj_node_insert_before(m, n))) return st;
+        for (int k = 0; k < 2; k++) tj_value_set_type(tj_node_output(m, k), &types[k]);
+        tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0));
+        if ((st = tj_node_destroy(n))) return st;
+        n = m;
+    }
+    return TJ_OK;
+}
+
 void tj_gradient_free(tj_gradient *gr) {
     if (!gr) return;
     tj_graph_free(gr->forward);
@@ -173,6 +198,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     tj_status st = d.fwd && d.bwd ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "tj_autodiff: out of memory");
     for (int i = 0; !st && i < tj_graph_num_inputs(g); i++)
         if (tj_graph_input_binding(g, i)) st = tj_graph_bind_input(d.fwd, i, tj_graph_input_binding(g, i));
+    if (!st) st = dropout_with_mask(d.fwd);
     if (!st) st = mark_needs(&d, wrt);
     tjg_graph_emitter_init(&d.emit, d.bwd);
     int n_outputs = d.fwd ? tj_graph_num_outputs(d.fwd) : 0;

@@ -346,7 +346,9 @@ static tj_status d_native_dropout_backward(tjg_ctx *c) {
 
 /* dropout returns no mask, and the generator has moved on by the time a
  * backward graph runs, so a training-mode gradient cannot be rebuilt from the
- * node; only the cases whose mask is known are differentiated. */
+ * node. tj_autodiff rewrites training-mode dropout into native_dropout first
+ * (passes/autodiff.c), so in graphs this rule sees only the cases whose mask
+ * is known; the error is for eager callers. */
 static tj_status d_dropout(tjg_ctx *c) {
     double p = tjg_attr(c, "p")->f;
     bool train = tjg_attr(c, "train")->b;

@@ -654,19 +654,39 @@ static void native_dropout_in_training(void **state) {
 
 /* dropout keeps no mask: in training with 0 < p < 1 autodiff refuses it and
  * names the op to use instead. */
-static void dropout_in_training_is_refused(void **state) {
+/* aten::dropout in training is differentiated as native_dropout, whose mask
+ * backward saves: with ones in and ones back, the gradient is the mask times
+ * the scale, which is the output itself. */
+static void dropout_in_training_gets_its_mask(void **state) {
     (void)state;
     tj_generator *g = tj_generator_new(37);
-    dropout_gen = NULL; /* the default generator */
-    gcase k;
-    mk_dropout(&k, g, 1, TJ_OP_dropout);
-    SET_F(&k, "p", 0.3);
-    tj_graph *fwd = tt_op_graph(tjc_op(TJ_OP_dropout), k.in, 1, k.attrs);
+    int64_t sz[2] = {4, 5};
+    tj_tensor *x = tj_ones(sz, 2, TJ_F64);
+    tj_attr attrs[3] = {{.f = 0.3}, {.b = true}, {.gen = g}};
+    tj_graph *fwd = tt_op_graph(tjc_op(TJ_OP_dropout), &x, 1, attrs);
     assert_non_null(fwd);
-    assert_null(tj_grad_graph(fwd, (const bool[]){true}));
-    tt_assert_error("aten::native_dropout");
+    bool want[1] = {true};
+    tj_compile_options o = {.requires_grad = want, .passes = ""};
+    tj_program *p = tj_compile(fwd, &o);
+    if (!p) fail_msg("compile: %s", tj_last_error());
+    bool native = false;
+    for (tj_node *n = tj_block_first(tj_graph_block((tj_graph *)tj_program_graph(p))); n; n = tj_node_next(n))
+        native |= tj_node_op(n) == tjc_op(TJ_OP_native_dropout);
+    assert_true(native);
+    tj_tensor *out, *gx = NULL;
+    assert_int_equal(tj_run(p, &x, &out), TJ_OK);
+    assert_int_equal(tj_backward(p, NULL, &gx), TJ_OK);
+    tt_ref r = tt_ref_of(out);
+    tt_assert_close_ref(gx, &r, 0, 0);
+    int dropped = 0;
+    for (int64_t i = 0; i < r.numel; i++) dropped += r.v[i] == 0;
+    assert_true(dropped > 0 && dropped < r.numel); /* the mask is not trivial */
+    tt_ref_free(&r);
+    tj_release(out);
+    tj_release(gx);
+    tj_program_free(p);
     tj_graph_free(fwd);
-    tj_release(k.in[0]);
+    tj_release(x);
     tj_generator_free(g);
 }
 
@@ -719,7 +739,7 @@ int main(void) {
         cmocka_unit_test(second_order),
         cmocka_unit_test(embedding_padding_and_frequency),
         cmocka_unit_test(native_dropout_in_training),
-        cmocka_unit_test(dropout_in_training_is_refused),
+        cmocka_unit_test(dropout_in_training_gets_its_mask),
         cmocka_unit_test(second_order_through_a_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
