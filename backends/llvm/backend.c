@@ -189,35 +189,76 @@ static void spec_of_types(const tj_node *grp, tjf_spec *spec) {
     }
 }
 
+/* One line on the plan: operands and the loops over the iteration space. */
+static void describe_plan(const tjl_plan *p, FILE *out) {
+    int n[3] = {0, 0, 0};
+    for (int i = 0; i < p->n_operands; i++) n[p->op[i].kind]++;
+    fprintf(out, "# operands: %d outputs, %d inputs read whole, %d chunks of inputs (%d with strides read "
+            "at run time); iteration [",
+            n[TJL_OUTPUT], n[TJL_INPUT], n[TJL_VIEW], p->n_runtime);
+    for (int d = 0; d < p->ndim; d++) fprintf(out, "%s%lld", d ? ", " : "", (long long)p->sizes[d]);
+    fprintf(out, "] as %s", p->n_dims <= 1 ? "one flat loop" : "rows [");
+    for (int d = 0; p->n_dims > 1 && d < p->n_dims; d++)
+        fprintf(out, "%s%lld", d ? ", " : "", (long long)p->dim_size[d]);
+    fprintf(out, "%s\n", p->n_dims > 1 ? "] (the last one the inner loop)" : "");
+}
+
 tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
-    int n = 0;
+    enum { SEEN = 64 };
+    char *seen[SEEN];
+    int seen_id[SEEN], n_seen = 0, n = 0;
     tjf_spec *spec = malloc(sizeof *spec);
-    if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    tjl_plan *plan = malloc(sizeof *plan);
+    if (!spec || !plan) {
+        free(spec);
+        free(plan);
+        return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    }
     tj_status st = TJ_OK;
     for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)g)); x && st == TJ_OK; x = tj_node_next(x)) {
         if (tj_node_kind_of(x) != TJ_NODE_FUSION_GROUP) continue;
+        n++;
         spec_of_types(x, spec);
         const tj_graph *sub = tj_node_subgraph(x);
-        fprintf(out, "\n# kernel of fusion group %%%d (%d nodes): LLVM IR after optimisation\n", tj_node_id(x),
+        fprintf(out, "\n# kernel of fusion group %%%d (%d nodes)", tj_node_id(x),
                 tj_block_num_nodes(tj_graph_block((tj_graph *)sub)));
         char *ir = tjl_kernel_text(sub, spec, false, TJL_TEXT_IR_OPT);
         if (!ir) {
-            fprintf(out, "# runs on the portable runner: %s\n", tj_last_error());
+            fprintf(out, ": runs on the portable runner: %s\n", tj_last_error());
             tj_clear_error();
-            n++;
             continue;
         }
-        fputs(ir, out);
-        free(ir);
+        int same = -1;
+        for (int i = 0; i < n_seen && same < 0; i++)
+            if (!strcmp(seen[i], ir)) same = seen_id[i];
+        if (same >= 0) { /* an unrolled loop repeats its body's groups */
+            fprintf(out, ": the same code as group %%%d's\n", same);
+            free(ir);
+            continue;
+        }
+        tjl_ir scratch;
+        if (tjl_ir_init(&scratch, false) == TJ_OK && tjl_generate(&scratch, sub, spec, "tjl_kernel", plan) == TJ_OK) {
+            fprintf(out, "\n");
+            describe_plan(plan, out);
+        }
+        tjl_ir_dispose(&scratch);
+        fprintf(out, "# LLVM IR after optimisation\n%s", ir);
         if (with_asm) {
             char *as = tjl_kernel_text(sub, spec, false, TJL_TEXT_ASM);
             if (!as) st = tj_last_status();
-            else fprintf(out, "\n# kernel of fusion group %%%d: assembly\n%s", tj_node_id(x), as);
+            else fprintf(out, "\n# assembly\n%s", as);
             free(as);
         }
-        n++;
+        if (n_seen < SEEN) {
+            seen_id[n_seen] = tj_node_id(x);
+            seen[n_seen++] = ir;
+        } else {
+            free(ir);
+        }
     }
     if (st == TJ_OK && n == 0) fprintf(out, "\n# no fusion groups\n");
+    for (int i = 0; i < n_seen; i++) free(seen[i]);
     free(spec);
+    free(plan);
     return st;
 }
