@@ -44,4 +44,26 @@ typedef struct tjx_lstm_sizes {
  * sizes (the registry's entry uses batch 64, input and hidden 512). */
 void *tjx_lstm_cell_create_sized(tj_generator *gen, tjx_lstm_sizes sizes);
 
+/* ---- training (training.c) ----------------------------------------------------- */
+
+/* A model, its parameters and a loss: "nll" (the model returns log-
+ * probabilities; the target is i64 classes), "mse" (against a target of the
+ * output's sizes) or "square" (the mean square of the output; no target
+ * needed, but an input slot for it is still passed). */
+typedef struct tjx_task {
+    const tjx_model *model;
+    void *params;
+    const char *loss;
+} tjx_task;
+
+/* The loss as a model function: inputs are the model's, then the target. */
+tj_status tjx_loss_fn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out);
+/* Traces the loss on inputs (the model's then the target) and compiles it
+ * with the parameters' gradients; the graph goes to *graph when given. */
+tj_program *tjx_compile_training(tjx_task *t, tj_tensor *const *inputs, tj_graph **graph);
+/* SGD on the parameters from the program's gradients, which it then clears. */
+void tjx_sgd(const tjx_task *t, tj_program *p, double lr);
+/* Forward, backward and SGD; the loss before the step goes to *loss. */
+tj_status tjx_train_step(tjx_task *t, tj_program *p, tj_tensor *const *inputs, double lr, double *loss);
+
 #endif
