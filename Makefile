@@ -2,11 +2,13 @@
 #   make demo   trace an example model, print its IR, replay it, show timings
 #   make test   build and run the whole test suite, normally (with the LLVM backend)
 #               and under ASan+UBSan (without it: the portable-only configuration)
+#   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch eager,
+#               jit.trace and jit.trace with its CPU fuser (docs/performance.md)
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan demo test test-release test-asan bench clean
+.PHONY: all deps build build-asan demo test test-release test-asan bench bench-deps bench-detail clean
 
 all: build
 
@@ -33,8 +35,19 @@ test-asan: build-asan
 
 test: test-release test-asan
 
-bench: build
-	@for b in $(BUILD_DIR)/bench_*; do echo "== $$b"; $$b || exit 1; done
+# PyTorch for Debian's python3 and gnuplot, for the comparison: installed only when missing
+BENCH_PYTHON ?= /usr/bin/python3
+bench-deps: deps
+	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy gnuplot-nox" sh tools/install-deps.sh
+
+# every workload, tjit and PyTorch side by side, one table (build/bench/results.md)
+bench: build bench-deps
+	$(BENCH_PYTHON) bench/torch_compare.py --suite $(BUILD_DIR)/bench_suite --out $(BUILD_DIR)/bench
+	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench
+
+# the detailed benchmarks, each printing its own table
+bench-detail: build
+	@for b in $(BUILD_DIR)/bench_*; do [ $$b = $(BUILD_DIR)/bench_suite ] && continue; echo "== $$b"; $$b || exit 1; done
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -4,10 +4,11 @@
  * transformer block forward, per-op overhead, sgemm), each measured as tjit
  * eager, replay (unfused), fused with the portable runner and fused with
  * LLVM, plus a plain copy and OpenBLAS's sgemm for the machine's limits.
- * Writes <out>/tjit.csv, <out>/manifest.json and <out>/data/<workload>/ (.npy files:
- * inputs, weights, each variant's outputs and gradients), which
+ * Writes <out>/tjit.csv, <out>/manifest.jsonl and <out>/data/<workload>/ (.npy
+ * files: inputs, weights, each variant's outputs and gradients), which
  * bench/torch_compare.py reads; bench/report.py prints the table.
- * Usage: bench_suite [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID] */
+ * Usage: bench_suite [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID]
+ *                    [--append] [--list] */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -106,76 +107,57 @@ static void run_sgemm(void *p) {
 
 /* ---- the workloads ---------------------------------------------------------------- */
 
-typedef struct options {
-    const char *only; /* comma-separated ids, or NULL for all */
-} options;
-
-static bool selected(const options *o, const char *id) {
-    if (!o->only) return true;
-    size_t n = strlen(id);
-    for (const char *p = o->only; (p = strstr(p, id)); p += n)
-        if ((p == o->only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
-    return false;
-}
-
 static void release_inputs(bs_workload *w) {
     for (int k = 0; k < w->n_in; k++) tj_release(w->in[k]);
 }
 
-static void lstm_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
+/* arg: the size (0, 1, 2) times 2, plus 1 for forward+backward */
+static void lstm_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     static const struct { int64_t b, h; } sizes[3] = {{1, 64}, {64, 512}, {512, 256}};
-    for (int s = 0; s < 3; s++) {
-        for (int bwd = 0; bwd < 2; bwd++) {
-            char id[64], label[96];
-            snprintf(id, sizeof id, "lstm_%s_b%lld", bwd ? "fwdbwd" : "fwd", (long long)sizes[s].b);
-            snprintf(label, sizeof label, "LSTM cell %s B=%lld H=%lld", bwd ? "fwd+bwd" : "forward",
-                     (long long)sizes[s].b, (long long)sizes[s].h);
-            if (!selected(o, id)) continue;
-            void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){sizes[s].b, sizes[s].h,
-                                                                           sizes[s].h, 1, 1});
-            bs_workload w = {.id = id, .label = label, .kind = bwd ? "lstm_cell_loss" : "lstm_cell",
-                             .fn = bwd ? lstm_cell_loss : tjx_lstm_cell.forward, .ctx = cell,
-                             .n_in = 3, .n_out = bwd ? 1 : 2, .backward = bwd};
-            if (!cell || tjx_lstm_cell.make_inputs(cell, gen, w.in)) {
-                fprintf(stderr, "bench_suite: %s: %s\n", id, tj_last_error());
-                exit(1);
-            }
-            w.n_params = tjx_lstm_cell.parameters(cell, w.params, BS_MAX_PARAMS);
-            bs_run_workload(cfg, &w);
-            release_inputs(&w);
-            tjx_lstm_cell.destroy(cell);
-        }
+    int64_t b = sizes[arg / 2].b, h = sizes[arg / 2].h;
+    bool bwd = arg % 2;
+    char label[96];
+    snprintf(label, sizeof label, "LSTM cell %s B=%lld H=%lld", bwd ? "fwd+bwd" : "forward",
+             (long long)b, (long long)h);
+    void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){b, h, h, 1, 1});
+    bs_workload w = {.id = id, .label = label, .kind = bwd ? "lstm_cell_loss" : "lstm_cell",
+                     .fn = bwd ? lstm_cell_loss : tjx_lstm_cell.forward, .ctx = cell, .n_in = 3,
+                     .n_out = bwd ? 1 : 2, .backward = bwd};
+    if (!cell || tjx_lstm_cell.make_inputs(cell, gen, w.in)) {
+        fprintf(stderr, "bench_suite: %s: %s\n", id, tj_last_error());
+        exit(1);
     }
+    w.n_params = tjx_lstm_cell.parameters(cell, w.params, BS_MAX_PARAMS);
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+    tjx_lstm_cell.destroy(cell);
 }
 
-static void pointwise_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
-    const int64_t sizes[2] = {1000000, 10000000};
-    for (int s = 0; s < 2; s++) {
-        int64_t n = sizes[s];
-        char id[64], label[96];
-        snprintf(id, sizeof id, "pointwise_%s", s ? "1e7" : "1e6");
-        snprintf(label, sizeof label, "pointwise tanh(x*a+b)*sigmoid(x)+1, %s", s ? "1e7" : "1e6");
-        if (!selected(o, id)) continue;
-        copy_ctx c = {aligned_alloc(64, (size_t)n * 4), aligned_alloc(64, (size_t)n * 4), n,
-                      cfg->threads};
-        if (!c.src || !c.dst) exit(1);
-        memset(c.src, 1, (size_t)n * 4); /* touch every page before timing */
-        memset(c.dst, 0, (size_t)n * 4);
-        bs_workload w = {.id = id, .label = label, .kind = "pointwise", .fn = pointwise_chain,
-                         .n_in = 3, .n_out = 1, .bytes = 16.0 * (double)n, /* x, a, b in; y out */
-                         .extra = {"copy", run_copy, &c}};
-        for (int k = 0; k < 3; k++) w.in[k] = tj_randn(&n, 1, TJ_F32, gen);
-        bs_run_workload(cfg, &w);
-        release_inputs(&w);
-        free(c.src);
-        free(c.dst);
-    }
+/* arg: the number of elements */
+static void pointwise_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
+    int64_t n = arg;
+    char label[96];
+    snprintf(label, sizeof label, "pointwise tanh(x*a+b)*sigmoid(x)+1, %.0e", (double)n);
+    copy_ctx c = {aligned_alloc(64, (size_t)n * 4), aligned_alloc(64, (size_t)n * 4), n, cfg->threads};
+    if (!c.src || !c.dst) exit(1);
+    memset(c.src, 1, (size_t)n * 4); /* touch every page before timing */
+    memset(c.dst, 0, (size_t)n * 4);
+    bs_workload w = {.id = id, .label = label, .kind = "pointwise", .fn = pointwise_chain, .n_in = 3,
+                     .n_out = 1, .bytes = 16.0 * (double)n, /* x, a, b read; y written */
+                     .extra = {"copy", run_copy, &c}};
+    for (int k = 0; k < 3; k++) w.in[k] = tj_randn(&n, 1, TJ_F32, gen);
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+    free(c.src);
+    free(c.dst);
 }
 
-/* a model from the registry with its example inputs, forward only */
-static void model_workload(bs_config *cfg, const options *o, tj_generator *gen, const tjx_model *m,
-                           const char *id, const char *label) {
-    if (!selected(o, id)) return;
+/* a model of the registry with its example inputs, forward only; arg: 0 the
+ * CNN, 1 the transformer block */
+static void model_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
+    const tjx_model *m = arg ? &tjx_transformer : &tjx_cnn;
+    const char *label = arg ? "transformer block forward, seq 128, width 256"
+                            : "CNN forward, batch 8, 3x32x32";
     void *params = m->create(gen);
     bs_workload w = {.id = id, .label = label, .kind = m->name, .fn = m->forward, .ctx = params,
                      .n_in = m->n_in, .n_out = m->n_out};
@@ -189,10 +171,10 @@ static void model_workload(bs_config *cfg, const options *o, tj_generator *gen, 
     m->destroy(params);
 }
 
-static void mlp_workload(bs_config *cfg, const options *o, tj_generator *gen) {
-    if (!selected(o, "mlp_train")) return;
+static void mlp_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
+    (void)arg;
     void *mlp = tjx_mlp.create(gen);
-    bs_workload w = {.id = "mlp_train", .label = "MLP 784-256-256-10 train step, batch 64",
+    bs_workload w = {.id = id, .label = "MLP 784-256-256-10 train step, batch 64",
                      .kind = "mlp_train", .fn = mlp_loss, .ctx = mlp, .n_in = 2, .n_out = 1,
                      .backward = true, .lr = 0.01};
     if (!mlp || tjx_mlp.make_inputs(mlp, gen, w.in)) exit(1);
@@ -206,53 +188,80 @@ static void mlp_workload(bs_config *cfg, const options *o, tj_generator *gen) {
     tjx_mlp.destroy(mlp);
 }
 
-static void overhead_workload(bs_config *cfg, const options *o, tj_generator *gen) {
-    if (!selected(o, "overhead")) return;
+static void overhead_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
+    (void)arg;
     int64_t one = 1;
-    bs_workload w = {.id = "overhead", .label = "per-op overhead: 100 adds, 1 element",
-                     .kind = "add_chain", .fn = add_chain, .n_in = 2, .n_out = 1, .ops = CHAIN_OPS};
+    bs_workload w = {.id = id, .label = "per-op overhead: 100 adds, 1 element", .kind = "add_chain",
+                     .fn = add_chain, .n_in = 2, .n_out = 1, .ops = CHAIN_OPS};
     w.in[0] = tj_randn(&one, 1, TJ_F32, gen);
     w.in[1] = tj_randn(&one, 1, TJ_F32, gen);
     bs_run_workload(cfg, &w);
     release_inputs(&w);
 }
 
-static void sgemm_workloads(bs_config *cfg, const options *o, tj_generator *gen) {
-    const int sizes[2] = {512, 2048};
-    for (int s = 0; s < 2; s++) {
-        int n = sizes[s];
-        char id[64], label[96];
-        snprintf(id, sizeof id, "sgemm_%d", n);
-        snprintf(label, sizeof label, "sgemm %d x %d x %d", n, n, n);
-        if (!selected(o, id)) continue;
-        int64_t shape[2] = {n, n};
-        bs_workload w = {.id = id, .label = label, .kind = "mm", .fn = matmul, .n_in = 2,
-                         .n_out = 1, .flops = 2.0 * n * n * (double)n};
-        w.in[0] = tj_randn(shape, 2, TJ_F32, gen);
-        w.in[1] = tj_randn(shape, 2, TJ_F32, gen);
-        sgemm_ctx sc = {tj_data(w.in[0]), tj_data(w.in[1]), aligned_alloc(64, sizeof(float) * (size_t)n * (size_t)n), n};
-        if (!sc.c) exit(1);
-        memset(sc.c, 0, sizeof(float) * (size_t)n * (size_t)n);
-        w.extra = (bs_extra){"openblas", run_sgemm, &sc};
-        bs_run_workload(cfg, &w);
-        release_inputs(&w);
-        free(sc.c);
-    }
+/* arg: the size n of the square matrices */
+static void sgemm_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
+    int n = arg;
+    char label[96];
+    snprintf(label, sizeof label, "sgemm %d x %d x %d", n, n, n);
+    int64_t shape[2] = {n, n};
+    bs_workload w = {.id = id, .label = label, .kind = "mm", .fn = matmul, .n_in = 2, .n_out = 1,
+                     .flops = 2.0 * n * n * (double)n};
+    w.in[0] = tj_randn(shape, 2, TJ_F32, gen);
+    w.in[1] = tj_randn(shape, 2, TJ_F32, gen);
+    size_t bytes = sizeof(float) * (size_t)n * (size_t)n;
+    sgemm_ctx sc = {tj_data(w.in[0]), tj_data(w.in[1]), aligned_alloc(64, bytes), n};
+    if (!sc.c) exit(1);
+    memset(sc.c, 0, bytes);
+    w.extra = (bs_extra){"openblas", run_sgemm, &sc};
+    bs_run_workload(cfg, &w);
+    release_inputs(&w);
+    free(sc.c);
+}
+
+/* Every workload, in the order of the table. Each draws its data from a
+ * generator seeded by its position, so selecting some leaves theirs as is. */
+static const struct entry {
+    const char *id;
+    void (*run)(bs_config *cfg, const char *id, tj_generator *gen, int arg);
+    int arg;
+} workloads[] = {
+    {"lstm_fwd_b1", lstm_workload, 0},      {"lstm_fwdbwd_b1", lstm_workload, 1},
+    {"lstm_fwd_b64", lstm_workload, 2},     {"lstm_fwdbwd_b64", lstm_workload, 3},
+    {"lstm_fwd_b512", lstm_workload, 4},    {"lstm_fwdbwd_b512", lstm_workload, 5},
+    {"pointwise_1e6", pointwise_workload, 1000000},
+    {"pointwise_1e7", pointwise_workload, 10000000},
+    {"mlp_train", mlp_workload, 0},         {"cnn_fwd", model_workload, 0},
+    {"transformer_fwd", model_workload, 1}, {"overhead", overhead_workload, 0},
+    {"sgemm_512", sgemm_workload, 512},     {"sgemm_2048", sgemm_workload, 2048},
+};
+enum { N_WORKLOADS = sizeof workloads / sizeof workloads[0] };
+
+static bool selected(const char *only, const char *id) {
+    if (!only) return true;
+    size_t n = strlen(id);
+    for (const char *p = only; (p = strstr(p, id)); p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return true;
+    return false;
 }
 
 int main(int argc, char **argv) {
-    bs_config cfg = {.out_dir = "build/bench", .budget_s = 5.0, .min_reps = 5, .max_reps = 2000,
+    bs_config cfg = {.out_dir = "build/bench", .budget_s = 4.0, .min_reps = 5, .max_reps = 2000,
                      .warmup = 3, .threads = tj_get_num_threads()};
-    options o = {0};
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--out") && more) cfg.out_dir = argv[++i];
         else if (!strcmp(argv[i], "--budget") && more) cfg.budget_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && more) cfg.threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && more) o.only = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID]\n",
-                    argv[0]);
+        else if (!strcmp(argv[i], "--only") && more) only = argv[++i];
+        else if (!strcmp(argv[i], "--append")) cfg.append = true;
+        else if (!strcmp(argv[i], "--list")) {
+            for (int k = 0; k < N_WORKLOADS; k++) printf("%s\n", workloads[k].id);
+            return 0;
+        } else {
+            fprintf(stderr, "usage: %s [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID] "
+                            "[--append] [--list]\n", argv[0]);
             return 2;
         }
     }
@@ -260,26 +269,19 @@ int main(int argc, char **argv) {
     /* one thread count for tjit's loops, OpenBLAS and (through the manifest) PyTorch */
     tj_set_num_threads(cfg.threads);
     openblas_set_num_threads(cfg.threads);
+#ifdef TJIT_HAVE_LLVM
+    cfg.llvm_built = true;
+#endif
     if (!bs_open(&cfg)) {
         fprintf(stderr, "bench_suite: cannot write to %s\n", cfg.out_dir);
         return 1;
     }
-    printf("bench_suite: %d threads, %.1f s per workload, data in %s\n", cfg.threads, cfg.budget_s,
-           cfg.out_dir);
-    tj_generator *gen = tj_generator_new(2024);
-    lstm_workloads(&cfg, &o, gen);
-    pointwise_workloads(&cfg, &o, gen);
-    mlp_workload(&cfg, &o, gen);
-    model_workload(&cfg, &o, gen, &tjx_cnn, "cnn_fwd", "CNN forward, batch 8, 3x32x32");
-    model_workload(&cfg, &o, gen, &tjx_transformer, "transformer_fwd",
-                   "transformer block forward, seq 128, width 256");
-    overhead_workload(&cfg, &o, gen);
-    sgemm_workloads(&cfg, &o, gen);
-    tj_generator_free(gen);
-#ifdef TJIT_HAVE_LLVM
-    bs_close(&cfg, true);
-#else
-    bs_close(&cfg, false);
-#endif
+    for (int k = 0; k < N_WORKLOADS; k++) {
+        if (!selected(only, workloads[k].id)) continue;
+        tj_generator *gen = tj_generator_new(1000 + (uint64_t)k);
+        workloads[k].run(&cfg, workloads[k].id, gen, workloads[k].arg);
+        tj_generator_free(gen);
+    }
+    bs_close(&cfg);
     return 0;
 }

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""torch_compare.py — the PyTorch half of `make bench`.
+"""torch_compare.py — the PyTorch half of `make bench`, and its driver.
 
 bench_suite (bench/suite.c) writes, for every workload, its inputs, weights,
 and each tjit variant's outputs and gradients as .npy files under
-<out>/data/<workload>/, and describes the workloads in <out>/manifest.json.
-This script rebuilds each workload in PyTorch with exactly those weights and
-inputs, and:
+<out>/data/<workload>/, and describes the workloads in <out>/manifest.jsonl.
+With --suite, this script runs bench_suite itself, one workload at a time, and
+measures PyTorch on that workload right after, so that both halves of a row
+see the same load on a shared machine. For each workload it rebuilds the model
+in PyTorch with exactly tjit's weights and inputs, and:
 
 * checks correctness: PyTorch eager's outputs (and gradients, for the
   workloads with a backward pass) against every tjit variant's, writing the
@@ -16,7 +18,8 @@ inputs, and:
   columns as bench_suite's tjit.csv).
 
 Forward-only workloads run under torch.no_grad() (tjit's forward programs
-keep no autograd state either). Usage: torch_compare.py [--out DIR] [--budget S]
+keep no autograd state either).
+Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S] [--only ID,ID]
 """
 import argparse
 import csv
@@ -24,12 +27,14 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 
-import numpy as np
+from report import read_manifest
 
 try:
+    import numpy as np
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -341,41 +346,68 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
     sys.stdout.flush()
 
 
+def run_suite(args, wid):
+    """bench_suite on one workload, adding to the files in args.out."""
+    cmd = [args.suite, "--out", args.out, "--append", "--only", wid, "--budget", str(args.budget)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    sys.stdout.flush()
+    if subprocess.run(cmd).returncode != 0:
+        sys.exit(f"torch_compare: {' '.join(cmd)} failed")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build/bench", help="bench_suite's output directory")
-    ap.add_argument("--budget", type=float, default=4.0, help="timed seconds per workload")
+    ap.add_argument("--suite", default=None,
+                    help="run this bench_suite first, workload by workload (a fresh run)")
+    ap.add_argument("--budget", type=float, default=4.0, help="timed seconds per workload and side")
+    ap.add_argument("--threads", type=int, default=0, help="threads (default: tjit's default)")
     ap.add_argument("--min-reps", type=int, default=5)
     ap.add_argument("--max-reps", type=int, default=2000)
     ap.add_argument("--only", default=None, help="comma-separated workload ids")
     args = ap.parse_args()
-    with open(os.path.join(args.out, "manifest.json")) as f:
-        manifest = json.load(f)
-    header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
-    if torch is None:
-        print("torch_compare: PyTorch is not installed (Debian: apt-get install python3-torch)")
-        with open(os.path.join(args.out, "torch.csv"), "w", newline="") as f:
-            csv.writer(f).writerow(header)
-        return 0
-    torch.set_num_threads(manifest["threads"])  # the same thread count as tjit's
-    fuser = Fuser()
-    print(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"fused variant: {fuser.name}")
     only = set(args.only.split(",")) if args.only else None
+    header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
+    if args.suite:
+        ids = subprocess.run([args.suite, "--list"], capture_output=True, text=True,
+                             check=True).stdout.split()
+        ids = [i for i in ids if only is None or i in only]
+        os.makedirs(args.out, exist_ok=True)
+        for name in ("tjit.csv", "manifest.jsonl", "torch.csv", "check.csv", "torch_meta.json"):
+            if os.path.exists(os.path.join(args.out, name)):
+                os.remove(os.path.join(args.out, name))
+    else:
+        ids = [w["id"] for w in read_manifest(args.out)[0] if only is None or w["id"] in only]
+    if torch is None:
+        print("torch_compare: PyTorch is not installed (Debian: apt-get install python3-torch); "
+              "measuring tjit only")
     rng = random.Random(12345)
+    fuser = None
     with open(os.path.join(args.out, "torch.csv"), "w", newline="") as tf, \
          open(os.path.join(args.out, "check.csv"), "w", newline="") as cf:
         writer, checker = csv.writer(tf), csv.writer(cf)
         writer.writerow(header)
         checker.writerow(["workload", "variant", "what", "max_abs_err", "max_abs_ref"])
-        for w in manifest["workloads"]:
-            if only is None or w["id"] in only:
-                run_workload(args.out, w, fuser, args, rng, writer, checker)
-                tf.flush()
-                cf.flush()
-    with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
-        json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
-                   "fuser": fuser.name}, f)
+        for wid in ids:
+            if args.suite:
+                run_suite(args, wid)
+            if torch is None:
+                continue
+            workloads, run = read_manifest(args.out)
+            if fuser is None:  # the first workload: the thread count is known now
+                torch.set_num_threads(run["threads"])  # the same thread count as tjit's
+                fuser = Fuser()
+                print(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} "
+                      f"threads, fused variant: {fuser.name}")
+            w = next(x for x in workloads if x["id"] == wid)
+            run_workload(args.out, w, fuser, args, rng, writer, checker)
+            tf.flush()
+            cf.flush()
+    if torch is not None:
+        with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
+            json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
+                       "fuser": fuser.name if fuser else "none"}, f)
     return 0
 
 

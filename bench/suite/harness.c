@@ -82,19 +82,19 @@ bool bs_open(bs_config *cfg) {
     char path[1024];
     if (!make_dir(cfg->out_dir)) return false;
     snprintf(path, sizeof path, "%s/tjit.csv", cfg->out_dir);
-    cfg->csv = fopen(path, "w");
-    snprintf(path, sizeof path, "%s/manifest.json", cfg->out_dir);
-    cfg->manifest = fopen(path, "w");
+    cfg->csv = fopen(path, cfg->append ? "a" : "w");
+    snprintf(path, sizeof path, "%s/manifest.jsonl", cfg->out_dir);
+    cfg->manifest = fopen(path, cfg->append ? "a" : "w");
     if (!cfg->csv || !cfg->manifest) return false;
-    fprintf(cfg->csv, "workload,label,variant,median_s,best_s,reps,status,note\n");
-    fprintf(cfg->manifest, "{\"load_before\": %.2f,\n \"workloads\": [\n", load_1min());
-    cfg->n_written = 0;
+    if (ftell(cfg->csv) == 0) fprintf(cfg->csv, "workload,label,variant,median_s,best_s,reps,status,note\n");
+    cfg->load_before = load_1min();
     return true;
 }
 
-void bs_close(bs_config *cfg, bool llvm_built) {
-    fprintf(cfg->manifest, "\n ],\n \"threads\": %d,\n \"llvm_built\": %s,\n \"load_after\": %.2f}\n",
-            cfg->threads, llvm_built ? "true" : "false", load_1min());
+void bs_close(bs_config *cfg) {
+    fprintf(cfg->manifest, "{\"run\": {\"threads\": %d, \"llvm_built\": %s, \"load_before\": %.2f, "
+                           "\"load_after\": %.2f}}\n",
+            cfg->threads, cfg->llvm_built ? "true" : "false", cfg->load_before, load_1min());
     fclose(cfg->manifest);
     fclose(cfg->csv);
 }
@@ -241,21 +241,21 @@ static void write_rows(bs_config *cfg, const bs_workload *w, variant *vs, int re
 
 static void write_manifest(bs_config *cfg, const bs_workload *w, double load) {
     FILE *f = cfg->manifest;
-    fprintf(f, "%s  {\"id\": ", cfg->n_written++ ? ",\n" : "");
+    fprintf(f, "{\"id\": ");
     json_str(f, w->id);
     fprintf(f, ", \"label\": ");
     json_str(f, w->label);
     fprintf(f, ", \"kind\": ");
     json_str(f, w->kind);
-    fprintf(f, ",\n   \"n_in\": %d, \"n_out\": %d, \"backward\": %s, \"lr\": %g, \"bytes\": %.17g,"
-               " \"flops\": %.17g, \"ops\": %d, \"load\": %.2f,\n   \"params\": [",
+    fprintf(f, ", \"n_in\": %d, \"n_out\": %d, \"backward\": %s, \"lr\": %g, \"bytes\": %.17g,"
+               " \"flops\": %.17g, \"ops\": %d, \"load\": %.2f, \"params\": [",
             w->n_in, w->n_out, w->backward ? "true" : "false", w->lr, w->bytes, w->flops, w->ops,
             load);
     for (int p = 0; p < w->n_params; p++) {
         if (p) fputs(", ", f);
         json_str(f, tj_tensor_name(w->params[p]));
     }
-    fputs("]}", f);
+    fputs("]}\n", f);
     fflush(f);
 }
 

@@ -44,19 +44,21 @@ typedef struct bs_workload {
 } bs_workload;
 
 typedef struct bs_config {
-    const char *out_dir; /* build/bench: data/<id>/ and tjit.csv go there */
+    const char *out_dir; /* build/bench: data/<id>/, tjit.csv and manifest.jsonl go there */
     double budget_s;     /* seconds of timed steps per workload, all variants together */
     int min_reps, max_reps, warmup;
     int threads;
-    FILE *csv;      /* the rows: workload,label,variant,median_s,best_s,reps,status,note */
-    FILE *manifest; /* JSON array items, one per workload */
-    int n_written;  /* manifest items written so far (for the commas) */
+    bool llvm_built; /* recorded in the manifest */
+    bool append;     /* add to the files of an earlier run instead of starting them anew */
+    double load_before;
+    FILE *csv;       /* the rows: workload,label,variant,median_s,best_s,reps,status,note */
+    FILE *manifest;  /* JSON lines: one object per workload, and one {"run": ...} per run */
 } bs_config;
 
-/* Opens out_dir/tjit.csv and out_dir/manifest.json; false on error. */
+/* Opens out_dir/tjit.csv and out_dir/manifest.jsonl; false on error. */
 bool bs_open(bs_config *cfg);
-/* Finishes the manifest (threads, the LLVM backend's availability, load). */
-void bs_close(bs_config *cfg, bool llvm_built);
+/* Adds the run's line to the manifest (threads, LLVM, load) and closes. */
+void bs_close(bs_config *cfg);
 
 /* Measures w and writes its rows; prints a one-line summary to stdout.
  * Failures of a variant are recorded as "n/a" with the reason, never fatal. */
