@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
             return 1;
         }
         const float *ap = tj_data(a), *bp = tj_data(b);
-        int reps = (int)((n <= 512 ? 40 : 8) * scale);
+        int reps = (int)((n <= 512 ? 40 : 15) * scale);
         if (reps < 3) reps = 3;
         double *td = malloc(sizeof(double) * (size_t)reps), *tt = malloc(sizeof(double) * (size_t)reps);
         for (int ti = 0; ti < 2; ti++) {

@@ -86,6 +86,20 @@ static int64_t band_rows(const tjc_conv_geom *g, int64_t ckk, size_t es) {
     return rows < 1 ? 1 : rows > g->ho ? g->ho : rows;
 }
 
+/* d[0, lo) = 0, d[lo, hi) = s[0], s[step], ..., d[hi, n) = 0: one row of col. */
+#define COPY_ROW(U, sfx)                                                                       \
+    static inline void copy_row_##sfx(U *restrict d, const U *restrict s, int64_t n, int64_t lo, \
+                                      int64_t hi, int64_t step) {                              \
+        for (int64_t i = 0; i < lo; i++) d[i] = 0;                                             \
+        if (step == 1)                                                                         \
+            for (int64_t i = lo; i < hi; i++) d[i] = s[i - lo];                                \
+        else                                                                                   \
+            for (int64_t i = lo; i < hi; i++) d[i] = s[(i - lo) * step];                       \
+        for (int64_t i = hi; i < n; i++) d[i] = 0;                                             \
+    }
+COPY_ROW(uint32_t, u32)
+COPY_ROW(uint64_t, u64)
+
 /* col[(c * kh + ki) * kw + kj, (oh - oh0) * wo + ow] = x[c, ih, iw] (0 in the
  * padding) for channels [0, cg) of the plane block at x and output rows
  * [oh0, oh1); values move as bits, so one routine serves every dtype. */
@@ -101,25 +115,17 @@ static void im2col(const char *x, const act4 *v, const tjc_conv_geom *g, int64_t
         int64_t off = kj * g->dw - g->pw;
         for (int64_t oh = oh0; oh < oh1; oh++, dst += (size_t)g->wo * es) {
             int64_t ih = oh * g->sh - g->ph + ki * g->dh;
-            if (ih < 0 || ih >= g->h || lo == hi) {
-                memset(dst, 0, (size_t)g->wo * es);
-                continue;
-            }
-            memset(dst, 0, (size_t)lo * es);
-            memset(dst + (size_t)hi * es, 0, (size_t)(g->wo - hi) * es);
-            const char *src = xc + (size_t)(ih * v->sh + (lo * g->sw + off) * v->sw) * es;
-            int64_t step = g->sw * v->sw, n = hi - lo;
-            if (step == 1) {
-                memcpy(dst + (size_t)lo * es, src, (size_t)n * es);
-            } else if (es == 4) {
-                uint32_t *d = (uint32_t *)dst + lo;
-                const uint32_t *s = (const uint32_t *)src;
-                for (int64_t i = 0; i < n; i++) d[i] = s[i * step];
-            } else {
-                uint64_t *d = (uint64_t *)dst + lo;
-                const uint64_t *s = (const uint64_t *)src;
-                for (int64_t i = 0; i < n; i++) d[i] = s[i * step];
-            }
+            bool row_in = ih >= 0 && ih < g->h && lo < hi;
+            const char *src = row_in ? xc + (size_t)(ih * v->sh + (lo * g->sw + off) * v->sw) * es : xc;
+            int64_t step = g->sw * v->sw;
+            /* element loops rather than memcpy/memset calls: the runs are short
+             * (one output row) and there are C * kh * kw * Ho of them */
+            if (es == 4)
+                copy_row_u32((uint32_t *)dst, (const uint32_t *)src, g->wo, row_in ? lo : g->wo,
+                             row_in ? hi : g->wo, step);
+            else
+                copy_row_u64((uint64_t *)dst, (const uint64_t *)src, g->wo, row_in ? lo : g->wo,
+                             row_in ? hi : g->wo, step);
         }
     }
 }
