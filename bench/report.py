@@ -18,7 +18,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 

@@ -117,7 +117,7 @@ static void lstm_workload(bs_config *cfg, const char *id, tj_generator *gen, int
     int64_t b = sizes[arg / 2].b, h = sizes[arg / 2].h;
     bool bwd = arg % 2;
     char label[96];
-    snprintf(label, sizeof label, "LSTM cell %s B=%lld H=%lld", bwd ? "fwd+bwd" : "forward",
+    snprintf(label, sizeof label, "LSTM cell %s B=%lld H=%lld", bwd ? "fwd+bwd" : "fwd",
              (long long)b, (long long)h);
     void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){b, h, h, 1, 1});
     bs_workload w = {.id = id, .label = label, .kind = bwd ? "lstm_cell_loss" : "lstm_cell",
@@ -137,7 +137,7 @@ static void lstm_workload(bs_config *cfg, const char *id, tj_generator *gen, int
 static void pointwise_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     int64_t n = arg;
     char label[96];
-    snprintf(label, sizeof label, "pointwise tanh(x*a+b)*sigmoid(x)+1, %.0e", (double)n);
+    snprintf(label, sizeof label, "pointwise chain %s", n == 1000000 ? "1e6" : "1e7");
     copy_ctx c = {aligned_alloc(64, (size_t)n * 4), aligned_alloc(64, (size_t)n * 4), n, cfg->threads};
     if (!c.src || !c.dst) exit(1);
     memset(c.src, 1, (size_t)n * 4); /* touch every page before timing */
@@ -156,8 +156,7 @@ static void pointwise_workload(bs_config *cfg, const char *id, tj_generator *gen
  * CNN, 1 the transformer block */
 static void model_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     const tjx_model *m = arg ? &tjx_transformer : &tjx_cnn;
-    const char *label = arg ? "transformer block forward, seq 128, width 256"
-                            : "CNN forward, batch 8, 3x32x32";
+    const char *label = arg ? "transformer block fwd" : "CNN fwd";
     void *params = m->create(gen);
     bs_workload w = {.id = id, .label = label, .kind = m->name, .fn = m->forward, .ctx = params,
                      .n_in = m->n_in, .n_out = m->n_out};
@@ -174,7 +173,7 @@ static void model_workload(bs_config *cfg, const char *id, tj_generator *gen, in
 static void mlp_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     (void)arg;
     void *mlp = tjx_mlp.create(gen);
-    bs_workload w = {.id = id, .label = "MLP 784-256-256-10 train step, batch 64",
+    bs_workload w = {.id = id, .label = "MLP train step",
                      .kind = "mlp_train", .fn = mlp_loss, .ctx = mlp, .n_in = 2, .n_out = 1,
                      .backward = true, .lr = 0.01};
     if (!mlp || tjx_mlp.make_inputs(mlp, gen, w.in)) exit(1);
@@ -191,7 +190,7 @@ static void mlp_workload(bs_config *cfg, const char *id, tj_generator *gen, int 
 static void overhead_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     (void)arg;
     int64_t one = 1;
-    bs_workload w = {.id = id, .label = "per-op overhead: 100 adds, 1 element", .kind = "add_chain",
+    bs_workload w = {.id = id, .label = "per-op overhead (100 adds)", .kind = "add_chain",
                      .fn = add_chain, .n_in = 2, .n_out = 1, .ops = CHAIN_OPS};
     w.in[0] = tj_randn(&one, 1, TJ_F32, gen);
     w.in[1] = tj_randn(&one, 1, TJ_F32, gen);
@@ -203,7 +202,7 @@ static void overhead_workload(bs_config *cfg, const char *id, tj_generator *gen,
 static void sgemm_workload(bs_config *cfg, const char *id, tj_generator *gen, int arg) {
     int n = arg;
     char label[96];
-    snprintf(label, sizeof label, "sgemm %d x %d x %d", n, n, n);
+    snprintf(label, sizeof label, "sgemm %d", n);
     int64_t shape[2] = {n, n};
     bs_workload w = {.id = id, .label = label, .kind = "mm", .fn = matmul, .n_in = 2, .n_out = 1,
                      .flops = 2.0 * n * n * (double)n};

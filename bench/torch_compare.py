@@ -23,8 +23,8 @@ Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S] [--
 """
 import argparse
 import csv
+import importlib
 import json
-import math
 import os
 import random
 import subprocess
@@ -33,169 +33,24 @@ import time
 
 from report import read_manifest
 
-try:
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-except ImportError:  # make bench installs python3-torch; say so clearly if it is missing
-    torch = nn = None
+# set by load_torch(): numpy, torch and bench/torch_models.py, or None when missing
+np = torch = tm = None
 
 
-# ---- models: the same math as the C models in examples/models/ ----------------------
-
-class Params(nn.Module if nn else object):
-    """Holds named weights loaded from param_<name>.npy; dots in names become
-    nested modules so that 'fc1.weight' is self.fc1.weight."""
-
-    def __init__(self, weights):
-        super().__init__()
-        for name, value in weights.items():
-            owner = self
-            *path, leaf = name.split(".")
-            for part in path:
-                if not hasattr(owner, part):
-                    owner.add_module(part, nn.Module())
-                owner = getattr(owner, part)
-            owner.register_parameter(leaf, nn.Parameter(torch.from_numpy(value.copy())))
-
-
-class LSTMCell(Params):
-    """examples/models/lstm.c: gates i, f, g, o from one chunk of two linears."""
-
-    def forward(self, x, h, c):
-        gates = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
-        i, f, g, o = gates.chunk(4, 1)
-        c2 = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
-        h2 = torch.sigmoid(o) * torch.tanh(c2)
-        return h2, c2
-
-
-class LSTMCellLoss(LSTMCell):
-    """bench/suite.c's lstm_cell_loss: sum(h') + sum(c')."""
-
-    def forward(self, x, h, c):
-        h2, c2 = super().forward(x, h, c)
-        return h2.sum() + c2.sum()
-
-
-class Pointwise(Params):
-    def forward(self, x, a, b):
-        return torch.tanh(x * a + b) * torch.sigmoid(x) + 1
-
-
-class AddChain(Params):
-    """100 adds on 1-element tensors: per-op overhead."""
-
-    def forward(self, x, b):
-        for _ in range(100):
-            x = x + b
-        return x
-
-
-class MatMul(Params):
-    def forward(self, a, b):
-        return torch.mm(a, b)
-
-
-class MLPLoss(Params):
-    """examples/models/mlp.c under bench/suite.c's mlp_loss: nll of log_softmax."""
-
-    def forward(self, x, target):
-        h = F.relu(F.linear(x, self.fc1.weight, self.fc1.bias))
-        h = F.relu(F.linear(h, self.fc2.weight, self.fc2.bias))
-        y = F.log_softmax(F.linear(h, self.fc3.weight, self.fc3.bias), 1)
-        return F.nll_loss(y, target)
-
-
-class CNN(Params):
-    """examples/models/cnn.c: (conv3x3 - batch_norm (training mode) - relu -
-    max_pool 2x2) x 2, linear. Running statistics start at 0 and 1, as there."""
-
-    def __init__(self, weights):
-        super().__init__(weights)
-        for i, ch in ((1, 16), (2, 32)):
-            bn = getattr(self, f"bn{i}")
-            bn.register_buffer("running_mean", torch.zeros(ch))
-            bn.register_buffer("running_var", torch.ones(ch))
-
-    def forward(self, x):
-        for i in (1, 2):
-            conv, bn = getattr(self, f"conv{i}"), getattr(self, f"bn{i}")
-            x = F.conv2d(x, conv.weight, conv.bias, 1, 1)
-            x = F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight, bn.bias, True, 0.1, 1e-5)
-            x = F.max_pool2d(F.relu(x), 2, 2)
-        return F.linear(torch.flatten(x, 1), self.fc.weight, self.fc.bias)
-
-
-class Transformer(Params):
-    """examples/models/transformer.c: post-norm encoder block, in_proj as one
-    linear then chunk, 4 heads, softmax attention, exact (erf) gelu."""
-
-    heads = 4
-
-    def forward(self, x):
-        b, s, w = x.shape
-        dh = w // self.heads
-        q, k, v = F.linear(x, self.attn.in_proj_weight, self.attn.in_proj_bias).chunk(3, -1)
-        q, k, v = (t.view(b, s, self.heads, dh).transpose(1, 2) for t in (q, k, v))
-        scores = torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(dh))
-        attn = torch.matmul(torch.softmax(scores, -1), v).transpose(1, 2).reshape(b, s, w)
-        proj = F.linear(attn, self.attn.out_proj.weight, self.attn.out_proj.bias)
-        x1 = F.layer_norm(x + proj, (w,), self.norm1.weight, self.norm1.bias, 1e-5)
-        mlp = F.linear(F.gelu(F.linear(x1, self.linear1.weight, self.linear1.bias)),
-                       self.linear2.weight, self.linear2.bias)
-        return F.layer_norm(x1 + mlp, (w,), self.norm2.weight, self.norm2.bias, 1e-5)
-
-
-MODELS = {"lstm_cell": LSTMCell, "lstm_cell_loss": LSTMCellLoss, "pointwise": Pointwise,
-          "add_chain": AddChain, "mm": MatMul, "mlp_train": MLPLoss, "cnn": CNN,
-          "transformer": Transformer}
-
-
-# ---- the CPU fuser ----------------------------------------------------------------------
-
-class Fuser:
-    """Switches torch.jit's CPU fuser on and off around the fused variant's calls.
-
-    PyTorch 1.13's default fuser, NNC (torch._C._jit_override_can_fuse_on_cpu(True)
-    with torch._C._jit_set_texpr_fuser_enabled(True), the profiling executor),
-    compiles CPU kernels only through LLVM; a build without LLVM (Debian's
-    python3-torch) raises "LLVM Backend not found" on the first fused call, and
-    with _jit_set_te_must_use_llvm_cpu(False) runs NNC's IR interpreter, orders
-    of magnitude slower than eager. There the legacy fuser is used instead:
-    torch._C._jit_override_can_fuse_on_cpu_legacy(True) with the legacy
-    executor (_jit_set_profiling_executor(False), _jit_set_profiling_mode(False)),
-    which compiles fused kernels with the system C++ compiler."""
-
-    def __init__(self):
-        self.nnc = bool(torch._C._llvm_enabled())
-        self.name = ("NNC (texpr) fuser" if self.nnc else
-                     "legacy fuser, legacy executor (no LLVM in this PyTorch build, so no NNC)")
-
-    def on(self):
-        if self.nnc:
-            torch._C._jit_override_can_fuse_on_cpu(True)
-            torch._C._jit_set_texpr_fuser_enabled(True)
-        else:
-            torch._C._jit_set_profiling_executor(False)
-            torch._C._jit_set_profiling_mode(False)
-            torch._C._jit_override_can_fuse_on_cpu_legacy(True)
-
-    def off(self):
-        """Back to PyTorch's defaults: profiling executor, no CPU fusion."""
-        if self.nnc:
-            torch._C._jit_override_can_fuse_on_cpu(False)
-        else:
-            torch._C._jit_override_can_fuse_on_cpu_legacy(False)
-            torch._C._jit_set_profiling_executor(True)
-            torch._C._jit_set_profiling_mode(True)
-
-
-def count_groups():
-    """Fusion groups in the graph torch.jit executed last."""
-    text = str(torch.jit.last_executed_optimized_graph())
-    return text.count("= prim::FusionGroup") + text.count("= prim::TensorExprGroup")
+def load_torch(threads):
+    """Imports PyTorch for `threads` threads: its OpenMP pool and its BLAS
+    (Debian's links OpenBLAS, which sizes its own pool from the environment at
+    load time, whatever torch.set_num_threads says). False when not installed."""
+    global np, torch, tm
+    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    try:
+        np = importlib.import_module("numpy")
+        torch = importlib.import_module("torch")
+        tm = importlib.import_module("torch_models")
+    except ImportError:  # make bench installs python3-torch; say so clearly if it is missing
+        return False
+    torch.set_num_threads(threads)
+    return True
 
 
 # ---- one workload ------------------------------------------------------------------------
@@ -237,7 +92,7 @@ def as_list(out):
 def check(data, w, weights, inputs, variants):
     """PyTorch eager on the exported data against each tjit variant's outputs
     and gradients: rows (variant, what, max_abs_err, max_abs_ref)."""
-    model = MODELS[w["kind"]](weights)
+    model = tm.MODELS[w["kind"]](weights)
     with torch.set_grad_enabled(w["backward"]):
         out = model(*inputs)
         if w["backward"]:
@@ -307,14 +162,14 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
 
     torch.set_grad_enabled(w["backward"])  # forward workloads: no autograd state
     nothing = lambda: None
-    eager = MODELS[w["kind"]](weights)
+    eager = tm.MODELS[w["kind"]](weights)
     steps = {"torch_eager": (make_step(eager, inputs, w), nothing, nothing)}
     notes = {"torch_eager": "", "torch_trace": "profiling executor, no CPU fusion (the default)"}
     try:
-        traced = torch.jit.trace(MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
+        traced = torch.jit.trace(tm.MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
         steps["torch_trace"] = (make_step(traced, inputs, w), nothing, nothing)
         fuser.on()
-        fused = torch.jit.trace(MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
+        fused = torch.jit.trace(tm.MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
         fuser.off()
         steps["torch_fused"] = (make_step(fused, inputs, w), fuser.on, fuser.off)
     except Exception as e:  # n/a with the reason
@@ -328,7 +183,7 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
     if "torch_fused" in steps and not isinstance(results.get("torch_fused"), str):
         fuser.on()  # one more call to read the fused graph (forward, or backward last)
         steps["torch_fused"][0]()
-        notes["torch_fused"] = f"{fuser.name}: {count_groups()} fusion groups in the last graph run"
+        notes["torch_fused"] = f"{fuser.name}: {tm.count_groups()} fusion groups in the last graph run"
         fuser.off()
     torch.set_grad_enabled(True)
 
@@ -379,11 +234,8 @@ def main():
                 os.remove(os.path.join(args.out, name))
     else:
         ids = [w["id"] for w in read_manifest(args.out)[0] if only is None or w["id"] in only]
-    if torch is None:
-        print("torch_compare: PyTorch is not installed (Debian: apt-get install python3-torch); "
-              "measuring tjit only")
     rng = random.Random(12345)
-    fuser = None
+    fuser, have_torch = None, None
     with open(os.path.join(args.out, "torch.csv"), "w", newline="") as tf, \
          open(os.path.join(args.out, "check.csv"), "w", newline="") as cf:
         writer, checker = csv.writer(tf), csv.writer(cf)
@@ -392,19 +244,23 @@ def main():
         for wid in ids:
             if args.suite:
                 run_suite(args, wid)
-            if torch is None:
-                continue
             workloads, run = read_manifest(args.out)
-            if fuser is None:  # the first workload: the thread count is known now
-                torch.set_num_threads(run["threads"])  # the same thread count as tjit's
-                fuser = Fuser()
+            if have_torch is None:  # the first workload: tjit's thread count is known now
+                have_torch = load_torch(run["threads"])
+                if not have_torch:
+                    print("torch_compare: PyTorch is not installed (Debian: apt-get install "
+                          "python3-torch); measuring tjit only")
+                    continue
+                fuser = tm.Fuser()
                 print(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} "
                       f"threads, fused variant: {fuser.name}")
+            if not have_torch:
+                continue
             w = next(x for x in workloads if x["id"] == wid)
             run_workload(args.out, w, fuser, args, rng, writer, checker)
             tf.flush()
             cf.flush()
-    if torch is not None:
+    if have_torch:
         with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
             json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
                        "fuser": fuser.name if fuser else "none"}, f)
