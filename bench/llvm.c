@@ -2,8 +2,9 @@
  * unfused replay: the pointwise chain y = tanh(x*a + b) * sigmoid(x) + 1 on
  * 1e7 f32 elements with 1 and 2 threads, in GB/s beside a plain copy
  * (x, a, b read and y written: 16 bytes an element; the copy: 8); and the
- * LSTM cell forward, and forward+backward through the derived backward
- * graph, at (B=64, H=512) and (B=1, H=64). Medians of repetitions after
+ * LSTM cell forward, forward+backward through the derived backward graph,
+ * and its pointwise part alone (the fused group), at (B=64, H=512) and
+ * (B=1, H=64). Medians of repetitions after
  * warm-up (which also compiles every kernel), runs of the variants
  * interleaved so that load from other processes falls on all alike. The
  * load average is printed first: on a shared machine, rerun when it is low.
@@ -54,6 +55,22 @@ static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **ou
     return out[0] ? TJ_OK : tj_last_status();
 }
 
+/* The cell's pointwise part alone, what its fusion group computes: gates
+ * from x and from h [B, 4H] and c [B, H] -> h', c'. */
+static tj_status cell_pointwise(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx;
+    (void)n_in;
+    (void)n_out;
+    tj_scope_begin();
+    tj_tensor *g[4];
+    tj_chunk(tj_add(in[0], in[1], 1.0), 4, 1, g, 4);
+    tj_tensor *c = tj_add(tj_mul(tj_sigmoid(g[1]), in[2]), tj_mul(tj_sigmoid(g[0]), tj_tanh(g[2])), 1.0);
+    out[0] = tj_keep(tj_mul(tj_sigmoid(g[3]), tj_tanh(c)));
+    out[1] = tj_keep(c);
+    tj_scope_end();
+    return out[1] ? TJ_OK : tj_last_status();
+}
+
 /* the sum of the cell's outputs: a scalar to differentiate */
 static tj_status cell_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
     (void)n_in;
@@ -89,8 +106,9 @@ static double run_once(tj_program *p, tj_tensor **in, int n_out, bool grad) {
     return dt;
 }
 
-/* Medians of the three variants' runs, interleaved. */
-static void time_variants(tj_program **p, tj_tensor **in, int n_out, bool grad, int reps, double *ms) {
+/* Medians (and fastest runs) of the three variants' runs, interleaved. */
+static void time_variants(tj_program **p, tj_tensor **in, int n_out, bool grad, int reps, double *ms,
+                          double *best) {
     double *t[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) t[v] = malloc(sizeof(double) * (size_t)reps);
     for (int r = -3; r < reps; r++)
@@ -100,11 +118,13 @@ static void time_variants(tj_program **p, tj_tensor **in, int n_out, bool grad, 
         }
     for (int v = 0; v < VARIANTS; v++) {
         ms[v] = 1e3 * median(t[v], reps);
+        best[v] = 1e3 * t[v][0]; /* sorted by median() */
         free(t[v]);
     }
 }
 
-static double copy_time(int64_t n, int reps, int threads) {
+/* The median copy time; the fastest through *best. */
+static double copy_time(int64_t n, int reps, int threads, double *best) {
     float *src = aligned_alloc(64, (size_t)n * 4), *dst = aligned_alloc(64, (size_t)n * 4);
     memset(src, 1, (size_t)n * 4);
     memset(dst, 0, (size_t)n * 4);
@@ -120,6 +140,7 @@ static double copy_time(int64_t n, int reps, int threads) {
         if (r >= 0) t[r] = now_s() - t0;
     }
     double m = median(t, reps);
+    *best = t[0];
     free(t);
     free(src);
     free(dst);
@@ -128,35 +149,45 @@ static double copy_time(int64_t n, int reps, int threads) {
 
 static void bench_chain(tj_generator *gen, int threads) {
     int64_t n = 10000000;
-    int reps = 15;
+    int reps = 40;
     tj_tensor *in[3] = {tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen)};
     tj_program *p[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) p[v] = compile(chain, NULL, in, 3, 1, v, false);
-    double ms[VARIANTS], copy = copy_time(n, reps, threads);
-    time_variants(p, in, 1, false, reps, ms);
-    double copy_gbs = 8.0 * (double)n / 1e9 / copy, gb = 16.0 * (double)n / 1e9;
-    printf("| %d | %.1f | %.2f (%.1f) | %.2f (%.1f) | %.2f (%.1f) | %.0f%% | %.2fx |\n", threads, copy_gbs,
-           ms[0], gb / ms[0] * 1e3, ms[1], gb / ms[1] * 1e3, ms[2], gb / ms[2] * 1e3,
-           100.0 * (gb / ms[2] * 1e3) / copy_gbs, ms[1] / ms[2]);
+    double ms[VARIANTS], best[VARIANTS], copy_best, copy = copy_time(n, reps, threads, &copy_best);
+    time_variants(p, in, 1, false, reps, ms, best);
+    double gb = 16.0 * (double)n / 1e9, copy_gbs = 8.0 * (double)n / 1e9 / copy;
+    double copy_best_gbs = 8.0 * (double)n / 1e9 / copy_best;
+    printf("| %d | %.1f / %.1f | %.2f (%.1f) | %.2f (%.1f) | %.2f (%.1f) / %.2f (%.1f) | %.0f%% / %.0f%% | %.2fx |\n",
+           threads, copy_gbs, copy_best_gbs, ms[0], gb / ms[0] * 1e3, ms[1], gb / ms[1] * 1e3, ms[2],
+           gb / ms[2] * 1e3, best[2], gb / best[2] * 1e3, 100.0 * (gb / ms[2] * 1e3) / copy_gbs,
+           100.0 * (gb / best[2] * 1e3) / copy_best_gbs, ms[1] / ms[2]);
     for (int v = 0; v < VARIANTS; v++) tj_program_free(p[v]);
     for (int i = 0; i < 3; i++) tj_release(in[i]);
 }
 
-static void bench_lstm(tj_generator *gen, int64_t batch, int64_t hidden, int threads, bool grad) {
+/* what: 0 forward, 1 forward+backward, 2 the pointwise part alone */
+static void bench_lstm(tj_generator *gen, int64_t batch, int64_t hidden, int threads, int what) {
+    static const char *const names[3] = {"forward", "fwd+bwd", "pointwise part"};
     void *params = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){batch, hidden, hidden, 1, 1});
     tj_tensor *in[3];
     if (!params || tjx_lstm_cell.make_inputs(params, gen, in) != TJ_OK) die();
-    int reps = batch == 1 ? 400 : 30;
+    int64_t gsz[2] = {batch, 4 * hidden};
+    tj_tensor *pw[3] = {tj_randn(gsz, 2, TJ_F32, gen), tj_randn(gsz, 2, TJ_F32, gen), tj_retain(in[2])};
+    int reps = batch == 1 ? 400 : 40;
     tj_program *p[VARIANTS];
     for (int v = 0; v < VARIANTS; v++)
-        p[v] = grad ? compile(cell_loss, params, in, 3, 1, v, true)
-                    : compile(tjx_lstm_cell.forward, params, in, 3, 2, v, false);
-    double ms[VARIANTS];
-    time_variants(p, in, grad ? 1 : 2, grad, reps, ms);
-    printf("| %s B=%lld H=%lld | %d | %.3f | %.3f | %.3f | %.2fx | %.2fx |\n", grad ? "fwd+bwd" : "forward",
-           (long long)batch, (long long)hidden, threads, ms[0], ms[1], ms[2], ms[0] / ms[2], ms[1] / ms[2]);
+        p[v] = what == 1   ? compile(cell_loss, params, in, 3, 1, v, true)
+               : what == 0 ? compile(tjx_lstm_cell.forward, params, in, 3, 2, v, false)
+                           : compile(cell_pointwise, NULL, pw, 3, 2, v, false);
+    double ms[VARIANTS], best[VARIANTS];
+    time_variants(p, what == 2 ? pw : in, what == 1 ? 1 : 2, what == 1, reps, ms, best);
+    printf("| %s B=%lld H=%lld | %d | %.3f | %.3f | %.3f | %.2fx | %.2fx |\n", names[what], (long long)batch,
+           (long long)hidden, threads, ms[0], ms[1], ms[2], ms[0] / ms[2], ms[1] / ms[2]);
     for (int v = 0; v < VARIANTS; v++) tj_program_free(p[v]);
-    for (int i = 0; i < 3; i++) tj_release(in[i]);
+    for (int i = 0; i < 3; i++) {
+        tj_release(in[i]);
+        tj_release(pw[i]);
+    }
     tjx_lstm_cell.destroy(params);
 }
 
@@ -182,19 +213,20 @@ int main(int argc, char **argv) {
     }
     printf("bench_llvm: load average %.2f %.2f %.2f, medians in ms\n\n", load[0], load[1], load[2]);
     tj_generator *gen = tj_generator_new(2);
-    printf("| chain tanh(x*a+b)*sigmoid(x)+1, 1e7 f32 | copy GB/s | unfused ms (GB/s) | portable ms (GB/s) "
-           "| llvm ms (GB/s) | llvm/copy | llvm vs portable |\n|---|---|---|---|---|---|---|\n");
+    printf("| chain tanh(x*a+b)*sigmoid(x)+1, 1e7 f32: threads | copy GB/s, median / best | unfused ms (GB/s) "
+           "| portable ms (GB/s) | llvm ms (GB/s), median / best | llvm/copy, median / best "
+           "| llvm vs portable |\n|---|---|---|---|---|---|---|\n");
     for (int t = 0; t < n_threads; t++) {
         tj_set_num_threads(threads[t]);
         bench_chain(gen, threads[t]);
     }
     printf("\n| LSTM cell | threads | unfused ms | portable ms | llvm ms | llvm vs unfused | llvm vs portable "
            "|\n|---|---|---|---|---|---|---|\n");
-    for (int grad = 0; grad < 2; grad++)
+    for (int what = 0; what < 3; what++)
         for (int t = 0; t < n_threads; t++) {
             tj_set_num_threads(threads[t]);
-            bench_lstm(gen, 64, 512, threads[t], grad);
-            bench_lstm(gen, 1, 64, threads[t], grad);
+            bench_lstm(gen, 64, 512, threads[t], what);
+            bench_lstm(gen, 1, 64, threads[t], what);
         }
     tjl_stats s = tjl_get_stats();
     printf("\nLLVM kernels: %lld compiled (%.1f ms each on average), %lld shared, %lld fell back\n",

@@ -11,10 +11,12 @@
  *   - kernels big enough to be split across threads, rows split mid-way;
  *   - kernel caching: one compile per spec, identical kernels shared, the
  *     on-disk cache reused by a second process; the portable runner taking
- *     over a group with the reason; vectorised IR for the pointwise chain.
+ *     over a group with the reason; threads compiling at once; vectorised IR
+ *     for the pointwise chain.
  * Built without LLVM, every test is skipped. TJIT_LLVM_CASES sets the
  * number of random cases of each differential test (default 300). */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +514,55 @@ static void portable_runner_takes_over_with_the_reason(void **state) {
 #endif
 }
 
+#ifdef TJIT_HAVE_LLVM
+/* A thread's share of concurrent_compiles: groups of its own constants. */
+static void *compile_some(void *arg) {
+    int id = (int)(intptr_t)arg;
+    for (int k = 0; k < 4; k++) {
+        tj_generator *gen = tj_generator_new((uint64_t)(id * 10 + k));
+        int64_t sz[2] = {3 + id, 40 + k};
+        tj_tensor *x = tt_random(gen, sz, 2, TJ_F32, -2, 2), *y = tt_random(gen, sz, 2, TJ_F32, -2, 2);
+        const tj_op_info *mul = tj_op_find("aten::mul"), *tanh_op = tj_op_find("aten::tanh");
+        tj_tensor *got = NULL, *t = NULL;
+        tj_attr none[1];
+        /* two one-op kernels per round, compiled while the other threads compile theirs */
+        if (tt_run_op_kernel(tjl_backend(), tanh_op, none, &x, 1, &t) ||
+            tt_run_op_kernel(tjl_backend(), mul, none, (tj_tensor *[]){t, y}, 2, &got))
+            return (void *)1;
+        tj_scope_begin();
+        tj_tensor *want = tj_mul(tj_tanh(x), y);
+        tt_ref a = tt_ref_of(want), b = tt_ref_of(got);
+        bool same = a.numel == b.numel;
+        for (int64_t i = 0; same && i < a.numel; i++) same = a.v[i] == b.v[i];
+        tt_ref_free(&a);
+        tt_ref_free(&b);
+        tj_scope_end();
+        tj_release(got);
+        tj_release(t);
+        tj_release(x);
+        tj_release(y);
+        tj_generator_free(gen);
+        if (!same) return (void *)1;
+    }
+    return NULL;
+}
+#endif
+
+static void concurrent_compiles(void **state) {
+    (void)state;
+    LLVM_ONLY;
+#ifdef TJIT_HAVE_LLVM
+    enum { THREADS = 4 };
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) assert_int_equal(pthread_create(&th[i], NULL, compile_some, (void *)(intptr_t)i), 0);
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        assert_int_equal(pthread_join(th[i], &r), 0);
+        assert_null(r);
+    }
+#endif
+}
+
 /* ---- what the code looks like ---------------------------------------------------- */
 
 static void the_chain_vectorises(void **state) {
@@ -575,6 +626,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(one_compile_per_spec),
         cmocka_unit_test(disk_cache_serves_a_second_process),
         cmocka_unit_test(portable_runner_takes_over_with_the_reason),
+        cmocka_unit_test(concurrent_compiles),
         cmocka_unit_test(the_chain_vectorises),
         cmocka_unit_test(random_models_libm_mode),
         cmocka_unit_test(random_models_vectorised_mode),
