@@ -7,6 +7,9 @@
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 CMAKE_FLAGS ?=
+# the normal build has the LLVM backend (deps installs LLVM 19); the ASan build has not,
+# so `make test` runs the suite in both configurations
+TJIT_LLVM ?= ON
 
 .PHONY: all deps build build-asan demo test test-release test-asan bench bench-deps bench-detail clean
 
@@ -16,7 +19,7 @@ deps:
 	@sh tools/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTJIT_LLVM=$(TJIT_LLVM) $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR)
 
 build-asan: deps
