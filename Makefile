@@ -43,10 +43,14 @@ BENCH_PYTHON ?= /usr/bin/python3
 bench-deps: deps
 	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy gnuplot-nox" sh tools/install-deps.sh
 
-# every workload, tjit and PyTorch side by side, one table (build/bench/results.md)
+# every workload, tjit and PyTorch side by side, one table (build/bench/results.md);
+# BENCH_BUDGET: timed seconds per workload and side; BENCH_ARGS: e.g. --threads 1 --only ID,ID
+BENCH_BUDGET ?= 4
+BENCH_ARGS ?=
 bench: build bench-deps
-	$(BENCH_PYTHON) bench/torch_compare.py --suite $(BUILD_DIR)/bench_suite --out $(BUILD_DIR)/bench
-	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench
+	$(BENCH_PYTHON) bench/torch_compare.py --suite $(BUILD_DIR)/bench_suite --out $(BUILD_DIR)/bench \
+		--budget $(BENCH_BUDGET) $(BENCH_ARGS)
+	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench --suite $(BUILD_DIR)/bench_suite
 
 # the detailed benchmarks, each printing its own table
 bench-detail: build

@@ -72,8 +72,8 @@ def fmt_ratio(r):
 class Results:
     """All measurements: rows[workload][variant] = dict of the CSV row."""
 
-    def __init__(self, out):
-        self.out = out
+    def __init__(self, out, suite=None):
+        self.out, self.suite = out, suite
         self.workloads, self.manifest = read_manifest(out)
         self.rows = {}
         for r in read_csv(os.path.join(out, "tjit.csv")) + read_csv(os.path.join(out, "torch.csv")):
@@ -107,6 +107,16 @@ class Results:
 
 # ---- the machine ----------------------------------------------------------------------------
 
+def tjit_blas(suite):
+    """The BLAS library bench_suite loads, resolved (from ldd)."""
+    try:
+        out = subprocess.run(["ldd", suite], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return sorted({os.path.realpath(line.split("=>")[1].split()[0]) for line in out.splitlines()
+                   if "blas" in line and "=>" in line})
+
+
 def machine(res):
     """Lines describing the machine and the run."""
     info = {}
@@ -126,6 +136,7 @@ def machine(res):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     loads = [w.get("load", -1) for w in res.workloads if w.get("load", -1) >= 0]
+    loads += list((res.torch or {}).get("loads", {}).values())
     m = res.manifest
     lines = [
         f"- CPU: {info.get('Model name', platform.processor() or '?')}, "
@@ -134,11 +145,16 @@ def machine(res):
         f"L3 {info.get('L3 cache', '?')}{mem}; {info.get('Hypervisor vendor', 'no') } hypervisor",
         f"- threads: {m['threads']} (tjit, OpenBLAS and torch.set_num_threads alike)",
         f"- load average (1 min): {m.get('load_before', -1):.2f} at the start, "
-        f"{m.get('load_after', -1):.2f} at the end of the tjit half"
-        + (f", {min(loads):.2f} to {max(loads):.2f} across workloads" if loads else ""),
+        f"{m.get('load_after', -1):.2f} at the end of the last tjit half"
+        + (f", {min(loads):.2f} to {max(loads):.2f} at the start of each half of each row"
+           if loads else ""),
         f"- tjit commit {commit}, LLVM backend {'built' if m.get('llvm_built') else 'not built'}; "
         + (f"PyTorch {res.torch['version']}, fused variant: {res.torch['fuser']}" if res.torch
            else "PyTorch: not installed"),
+        "- BLAS: tjit " + (", ".join(tjit_blas(res.suite)) if res.suite else "?") + "; PyTorch "
+        + (", ".join(res.torch.get("blas", [])) if res.torch else "?") + "; threading variables: "
+        + (", ".join(f"{k}={v}" for k, v in sorted(os.environ.items())
+                     if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))) or "none set"),
         f"- {datetime.datetime.now().strftime('%Y-%m-%d %H:%M')}, {platform.system()} "
         f"{platform.release()}, Python {platform.python_version()}",
     ]
@@ -341,8 +357,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--docs", default=None, help="a Markdown file to update between the markers")
+    ap.add_argument("--suite", default=None, help="bench_suite, to name the BLAS library it loads")
     args = ap.parse_args()
-    res = Results(args.out)
+    res = Results(args.out, args.suite)
     md = report(res)
     with open(os.path.join(args.out, "results.md"), "w") as f:
         f.write("# tjit benchmarks\n\n" + "\n".join(md) + "\n")

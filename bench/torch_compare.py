@@ -53,6 +53,15 @@ def load_torch(threads):
     return True
 
 
+def loaded_blas():
+    """The BLAS libraries this process has mapped (PyTorch's), resolved."""
+    torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # make sure BLAS is in use
+    with open("/proc/self/maps") as f:
+        paths = {line.split()[-1] for line in f
+                 if "/" in line and "blas" in os.path.basename(line.split()[-1])}
+    return sorted(os.path.realpath(p) for p in paths)
+
+
 # ---- one workload ------------------------------------------------------------------------
 
 def load_workload(out_dir, w):
@@ -154,6 +163,8 @@ def measure(steps, budget, warmup, min_reps, max_reps, rng):
 
 
 def run_workload(out_dir, w, fuser, args, rng, writer, checker):
+    """Checks and times one workload; returns the 1-minute load average at its start."""
+    load = os.getloadavg()[0]
     data, arrays, weights = load_workload(out_dir, w)
     inputs = [torch.from_numpy(a.copy()) for a in arrays]
     tjit_variants = ("eager", "replay", "fused", "llvm")
@@ -187,7 +198,7 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
         fuser.off()
     torch.set_grad_enabled(True)
 
-    print(f"{w['id']} — {w['label']}")
+    print(f"{w['id']} — {w['label']} (load {load:.2f})")
     for name in ("torch_eager", "torch_trace", "torch_fused"):
         r = results[name]
         if isinstance(r, list):
@@ -199,6 +210,7 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
             writer.writerow([w["id"], w["label"], name, "", "", 0, "n/a", r])
             print(f"  {name:12s}        n/a  ({r})")
     sys.stdout.flush()
+    return load
 
 
 def run_suite(args, wid):
@@ -235,7 +247,7 @@ def main():
     else:
         ids = [w["id"] for w in read_manifest(args.out)[0] if only is None or w["id"] in only]
     rng = random.Random(12345)
-    fuser, have_torch = None, None
+    fuser, have_torch, loads = None, None, {}
     with open(os.path.join(args.out, "torch.csv"), "w", newline="") as tf, \
          open(os.path.join(args.out, "check.csv"), "w", newline="") as cf:
         writer, checker = csv.writer(tf), csv.writer(cf)
@@ -257,13 +269,14 @@ def main():
             if not have_torch:
                 continue
             w = next(x for x in workloads if x["id"] == wid)
-            run_workload(args.out, w, fuser, args, rng, writer, checker)
+            loads[wid] = run_workload(args.out, w, fuser, args, rng, writer, checker)
             tf.flush()
             cf.flush()
     if have_torch:
         with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
             json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
-                       "fuser": fuser.name if fuser else "none"}, f)
+                       "fuser": fuser.name if fuser else "none", "loads": loads,
+                       "blas": loaded_blas()}, f)
     return 0
 
 
