@@ -213,6 +213,38 @@ def run_workload(out_dir, w, fuser, args, rng, writer, checker):
     return load
 
 
+def cpu_busy(seconds=0.5):
+    """The fraction of all CPUs busy over `seconds`, while this process sleeps:
+    the work of others on the machine."""
+    def sample():
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:]]
+        return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
+
+    total0, idle0 = sample()
+    time.sleep(seconds)
+    total1, idle1 = sample()
+    return 1.0 - (idle1 - idle0) / max(1, total1 - total0)
+
+
+class IdleWaiter:
+    """Before each half of a row, waits (at most `each` seconds, `total` in all)
+    for the others on a shared machine to leave the CPUs at most 10% busy."""
+
+    def __init__(self, total, each=20.0):
+        self.left, self.each = total, each
+
+    def wait(self):
+        """Waits; returns the busy fraction found last."""
+        busy, waited = cpu_busy(), 0.0
+        while busy > 0.10 and self.left > 0 and waited < self.each:
+            time.sleep(1.5)
+            busy = cpu_busy()
+            waited += 2.0
+            self.left -= 2.0
+        return busy
+
+
 def run_suite(args, wid):
     """bench_suite on one workload, adding to the files in args.out."""
     cmd = [args.suite, "--out", args.out, "--append", "--only", wid, "--budget", str(args.budget)]
@@ -233,7 +265,10 @@ def main():
     ap.add_argument("--min-reps", type=int, default=5)
     ap.add_argument("--max-reps", type=int, default=2000)
     ap.add_argument("--only", default=None, help="comma-separated workload ids")
+    ap.add_argument("--idle-wait", type=float, default=120.0,
+                    help="seconds in all to wait for idle CPUs before the halves of the rows")
     args = ap.parse_args()
+    idle = IdleWaiter(args.idle_wait)
     only = set(args.only.split(",")) if args.only else None
     header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
     if args.suite:
@@ -247,14 +282,16 @@ def main():
     else:
         ids = [w["id"] for w in read_manifest(args.out)[0] if only is None or w["id"] in only]
     rng = random.Random(12345)
-    fuser, have_torch, loads = None, None, {}
+    fuser, have_torch, loads, busy = None, None, {}, {}
     with open(os.path.join(args.out, "torch.csv"), "w", newline="") as tf, \
          open(os.path.join(args.out, "check.csv"), "w", newline="") as cf:
         writer, checker = csv.writer(tf), csv.writer(cf)
         writer.writerow(header)
         checker.writerow(["workload", "variant", "what", "max_abs_err", "max_abs_ref"])
         for wid in ids:
+            busy[wid] = [None, None]  # CPUs busy with others' work before each half
             if args.suite:
+                busy[wid][0] = round(idle.wait(), 3)
                 run_suite(args, wid)
             workloads, run = read_manifest(args.out)
             if have_torch is None:  # the first workload: tjit's thread count is known now
@@ -269,13 +306,14 @@ def main():
             if not have_torch:
                 continue
             w = next(x for x in workloads if x["id"] == wid)
+            busy[wid][1] = round(idle.wait(), 3)
             loads[wid] = run_workload(args.out, w, fuser, args, rng, writer, checker)
             tf.flush()
             cf.flush()
     if have_torch:
         with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
             json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
-                       "fuser": fuser.name if fuser else "none", "loads": loads,
+                       "fuser": fuser.name if fuser else "none", "loads": loads, "busy": busy,
                        "blas": loaded_blas()}, f)
     return 0
 
