@@ -8,7 +8,8 @@ figures, and a gnuplot chart of the speed-up over PyTorch eager per workload
 
 --docs FILE also replaces the part of FILE between the lines
 "<!-- bench:begin -->" and "<!-- bench:end -->" with the results (docs/performance.md).
-Standard library only: it runs where PyTorch is missing too.
+Exits with status 1 when an output or gradient of tjit differs from PyTorch's
+beyond the tolerance. Standard library only: it runs where PyTorch is missing too.
 Usage: report.py [--out DIR] [--docs FILE]
 """
 import argparse
@@ -377,6 +378,10 @@ def main():
     if args.docs:
         update_docs(args.docs, md)
         print(f"updated {args.docs}")
+    failed = [w["label"] for w in res.workloads if res.max_error(w["id"])[1] is False]
+    if failed:  # a correctness failure fails the command; slow figures do not
+        print("report.py: tjit and PyTorch disagree on: " + "; ".join(failed), file=sys.stderr)
+        return 1
     return 0
 
 
