@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -137,8 +138,9 @@ def machine(res):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip() or "unknown"
     loads = [w.get("load", -1) for w in res.workloads if w.get("load", -1) >= 0]
-    loads += list((res.torch or {}).get("loads", {}).values())
-    busy = [b for pair in (res.torch or {}).get("busy", {}).values() for b in pair if b is not None]
+    shared = (res.torch or {}).get("shared", {})
+    others = [x for r in shared.values() for x in r["others"] if x is not None]
+    again = sum(sum(r["again"]) for r in shared.values())
     m = res.manifest
     lines = [
         f"- CPU: {info.get('Model name', platform.processor() or '?')}, "
@@ -147,11 +149,10 @@ def machine(res):
         f"L3 {info.get('L3 cache', '?')}{mem}; {info.get('Hypervisor vendor', 'no') } hypervisor",
         f"- threads: {m['threads']} (tjit, OpenBLAS and torch.set_num_threads alike)",
         f"- load average (1 min): {m.get('load_before', -1):.2f} at the start, "
-        f"{m.get('load_after', -1):.2f} at the end of the last tjit half"
-        + (f", {min(loads):.2f} to {max(loads):.2f} at the start of each half of each row"
-           if loads else "")
-        + (f"; CPUs busy with other work just before each half: median {100 * sorted(busy)[len(busy) // 2]:.0f}%, "
-           f"at most {100 * max(busy):.0f}%" if busy else ""),
+        + (f"{min(loads):.2f} to {max(loads):.2f} at the start of the rows" if loads else "")
+        + (f"; the share of the CPUs other processes used while a half of a row was measured: "
+           f"median {100 * statistics.median(others):.1f}%, at most {100 * max(others):.1f}% "
+           f"({again} halves measured again for exceeding 15%)" if others else ""),
         f"- tjit commit {commit}, LLVM backend {'built' if m.get('llvm_built') else 'not built'}; "
         + (f"PyTorch {res.torch['version']}, fused variant: {res.torch['fuser']}" if res.torch
            else "PyTorch: not installed"),
@@ -282,7 +283,8 @@ def write_csv(res, path):
     with open(path, "w", newline="") as f:
         out = csv.writer(f)
         out.writerow(["workload", "label", "variant", "median_s", "best_s", "reps", "status",
-                      "speedup_vs_torch_eager", "max_abs_err", "note"])
+                      "speedup_vs_torch_eager", "max_abs_err", "others_cpu_share", "note"])
+        shared = (res.torch or {}).get("shared", {})
         for w in res.workloads:
             err = {}
             for c in res.checks:
@@ -293,9 +295,11 @@ def write_csv(res, path):
                 if r is None:
                     continue
                 s = res.speedup(w["id"], v)
+                share = shared.get(w["id"], {}).get("others", [None, None])[v.startswith("torch")]
                 out.writerow([w["id"], w["label"], v, r["median_s"], r["best_s"], r["reps"],
                               r["status"], f"{s:.4g}" if s else "",
-                              f"{err[v]:.3g}" if v in err else "", r["note"]])
+                              f"{err[v]:.3g}" if v in err else "",
+                              "" if share is None else f"{share:.3f}", r["note"]])
 
 
 def chart(res, out):
