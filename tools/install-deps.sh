@@ -3,7 +3,7 @@
 # missing, without prompting. Run by `make demo`, `make test` and `make bench`.
 set -e
 # llvm-19-dev: the LLVM backend (backends/llvm/), pinned to LLVM 19 (bookworm main)
-pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-dev llvm-19-dev"
+pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do
