@@ -260,20 +260,18 @@ def targets(res):
 
 
 def notes(res):
-    """Why a cell says n/a, once per distinct reason; the PyTorch fuser's groups."""
-    seen, lines = set(), []
+    """Why cells say n/a, one line per variant and reason; the PyTorch fuser's groups."""
+    reasons = {}  # (heading, reason) -> labels
     for w in res.workloads:
         for v, h in COLUMNS:
             r = res.rows.get(w["id"], {}).get(v)
             if r is None or r["status"] != "ok":
-                why = r["note"] if r else "not measured"
-                if (v, why) not in seen:
-                    seen.add((v, why))
-                    lines.append(f"- {h} n/a ({w['label']}{' and others' if v == 'eager' else ''}): {why}")
-    groups = [f"{w['label']}: {res.note(w['id'], 'torch_fused').rsplit(': ', 1)[-1]}"
+                reasons.setdefault((h, r["note"] if r else "not measured"), []).append(w["label"])
+    lines = [f"- {h} n/a on {', '.join(labels)}: {why}" for (h, why), labels in reasons.items()]
+    groups = [f"{w['label']}: {res.note(w['id'], 'torch_fused').split(': ')[-1].split()[0]}"
               for w in res.workloads if res.time(w["id"], "torch_fused")]
     if groups:
-        lines.append("- jit.trace + fuser, " + "; ".join(groups))
+        lines.append("- fusion groups in the last graph jit.trace + fuser ran: " + "; ".join(groups))
     return lines
 
 
@@ -328,7 +326,7 @@ set ytics ("1/16" 0.0625, "1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 
 set grid ytics
 set xtics rotate by -35 left noenhanced font ",10"
 set key top left horizontal noenhanced
-set bmargin 12
+set bmargin 10
 set rmargin 12
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
 plot for [i=2:{len(series) + 1}] "{dat}" using i:xtic(1) title columnheader(i)
