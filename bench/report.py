@@ -349,7 +349,9 @@ def report(res):
     return md
 
 
-def update_docs(path, md):
+def update_docs(path, md, out):
+    """Replaces the block between the markers in path with md, and copies the
+    chart next to path as <name>-speedup.png, shown at the end of the block."""
     with open(path) as f:
         text = f.read()
     begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
@@ -357,8 +359,14 @@ def update_docs(path, md):
         sys.exit(f"report.py: {path} has no {begin} ... {end} block")
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
+    body = "\n".join(md).replace("## ", "### ")
+    png = os.path.join(out, "speedup.png")
+    if os.path.exists(png):
+        name = os.path.splitext(os.path.basename(path))[0] + "-speedup.png"
+        shutil.copyfile(png, os.path.join(os.path.dirname(path) or ".", name))
+        body += f"\n\n![Speed-up over PyTorch eager per workload]({name})"
     with open(path, "w") as f:
-        f.write(head + begin + "\n" + "\n".join(md).replace("## ", "### ") + "\n" + end + tail)
+        f.write(head + begin + "\n" + body + "\n" + end + tail)
 
 
 def main():
@@ -378,7 +386,7 @@ def main():
     print("\n" + chart(res, args.out))
     print(f"results: {os.path.join(args.out, 'results.md')}, {os.path.join(args.out, 'results.csv')}")
     if args.docs:
-        update_docs(args.docs, md)
+        update_docs(args.docs, md, args.out)
         print(f"updated {args.docs}")
     failed = [w["label"] for w in res.workloads if res.max_error(w["id"])[1] is False]
     if failed:  # a correctness failure fails the command; slow figures do not
