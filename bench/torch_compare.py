@@ -17,9 +17,13 @@ in PyTorch with exactly tjit's weights and inputs, and:
   warm-up, with tjit's thread count, writing <out>/torch.csv (the same
   columns as bench_suite's tjit.csv).
 
-Forward-only workloads run under torch.no_grad() (tjit's forward programs
-keep no autograd state either).
-Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S] [--only ID,ID]
+Forward-only workloads run with autograd off, as under torch.no_grad() (tjit's
+forward programs keep no autograd state either). The machine may be shared:
+before each half of a row the script waits (within a budget) for idle CPUs, and
+it measures a half again when other processes used the CPUs meanwhile
+(torch_meta.json records how much they did).
+Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S]
+                        [--threads N] [--only ID,ID] [--idle-wait S] [--retries N]
 """
 import argparse
 import csv
@@ -65,18 +69,18 @@ def loaded_blas():
 # ---- one workload ------------------------------------------------------------------------
 
 def load_workload(out_dir, w):
-    """(model factory, inputs, reference weights) of a workload from its .npy files."""
+    """(its data directory, inputs, weights by name) of a workload, from its .npy files."""
     data = os.path.join(out_dir, "data", w["id"])
     inputs = [np.load(os.path.join(data, f"in_{k}.npy")) for k in range(w["n_in"])]
     weights = {p: np.load(os.path.join(data, f"param_{p}.npy")) for p in w["params"]}
     return data, inputs, weights
 
 
-def make_step(model, inputs, w, fuser=None):
+def make_step(model, inputs, w):
     """A function doing one step of the workload on model, as tjit's harness does:
     the forward; for backward workloads, backward of the loss, the SGD update
     when w["lr"] > 0, and dropping the gradients."""
-    params = [p for p in model.parameters()]
+    params = list(model.parameters())
     lr = w["lr"]
 
     def forward():
@@ -116,12 +120,17 @@ def check(data, w, weights, inputs, variants):
                 got = np.load(path)
                 rows.append((v, f"output {k}", float(np.max(np.abs(got - ref.numpy()), initial=0)),
                              float(np.max(np.abs(ref.numpy()), initial=0))))
-        for p in w["params"] if w["backward"] else []:
+        ran = os.path.exists(os.path.join(data, f"out_{v}_0.npy"))
+        for p in w["params"] if w["backward"] and ran else []:
             path = os.path.join(data, f"grad_{v}_{p}.npy")
-            if os.path.exists(path) and named[p].grad is not None:
-                ref = named[p].grad.numpy()
-                rows.append((v, f"grad {p}", float(np.max(np.abs(np.load(path) - ref), initial=0)),
-                             float(np.max(np.abs(ref), initial=0))))
+            if named[p].grad is None:
+                continue
+            ref = named[p].grad.numpy()
+            if not os.path.exists(path):  # a variant that ran but gave no gradient fails
+                rows.append((v, f"grad {p} missing", float("inf"), float(np.max(np.abs(ref)))))
+                continue
+            rows.append((v, f"grad {p}", float(np.max(np.abs(np.load(path) - ref), initial=0)),
+                         float(np.max(np.abs(ref), initial=0))))
     return rows
 
 
