@@ -60,10 +60,16 @@ static inline float tjm_logf(float x) {
     y += -2.12194440e-4f * fe;
     y += -0.5f * z;
     float r = f + y + 0.693359375f * fe;
-    r = x == 0.0f ? -__builtin_inff() : r;
-    r = x < 0.0f ? __builtin_nanf("") : r;
-    r = x == __builtin_inff() ? x : r;
-    return x != x ? x : r;
+    /* the special values, blended in on the bits: selects here leave GCC with
+     * control flow it does not if-convert, and the loop would not vectorise */
+    uint32_t ux = tjm_f32_bits(x), mag = ux & 0x7fffffffu, rb = tjm_f32_bits(r);
+    uint32_t zero = 0u - (uint32_t)(mag == 0);                      /* log(+-0) = -inf */
+    uint32_t neg = 0u - (uint32_t)((ux >> 31) & (mag != 0));        /* negative: NaN */
+    uint32_t keep = 0u - (uint32_t)(ux == 0x7f800000u || mag > 0x7f800000u); /* inf, NaN: x */
+    rb = (rb & ~zero) | (0xff800000u & zero);
+    rb = (rb & ~neg) | (0x7fc00000u & neg);
+    rb = (rb & ~keep) | (ux & keep);
+    return tjm_f32_from_bits(rb);
 }
 
 static inline float tjm_tanhf(float x) {
