@@ -1,6 +1,7 @@
 /* test_cli.c — the tjit program: `tjit run` on a small .ir file with an
  * input from a .npy file and outputs saved with --out, its errors (a
- * malformed file reports line:col and exits 1), and `tjit dump`. The binary
+ * malformed file reports line:col and exits 1), `tjit run --backward`, and
+ * `tjit dump` (with --grad). The binary
  * is found next to this test's executable, in the build directory. */
 #include <fcntl.h>
 #include <limits.h>
@@ -195,6 +196,43 @@ static void test_run_errors(void **state) {
     free(bad);
 }
 
+/* --backward: the gradient of each input for output gradients of ones (or
+ * given ones), saved as grad_NAME.npy. Here d/dx (relu(2x) + 2x) = 2 [2x > 0] + 2. */
+static void test_run_backward(void **state) {
+    (void)state;
+    char *ir = write_text("g.ir", graph_text);
+    char *x_path = tt_path(dir, "x.npy"), *g_path = tt_path(dir, "g.npy"), *out_dir = tt_path(dir, "grads");
+    const float xs[6] = {-1.5f, 0, 2, 3.25f, -4, 5}, gs[6] = {1, 1, 1, 1, 1, 0.5f};
+    assert_int_equal(tj_save_npy(x_path, tj_from_array(xs, (int64_t[]){2, 3}, 2, TJ_F32)), TJ_OK);
+    assert_int_equal(tj_save_npy(g_path, tj_from_array(gs, (int64_t[]){2, 3}, 2, TJ_F32)), TJ_OK);
+    char input[PATH_MAX + 8], gout[PATH_MAX + 8];
+    snprintf(input, sizeof input, "x=%s", x_path);
+    result r = run_tjit((const char *[]){"run", ir, "--input", input, "--backward", "--out", out_dir, NULL});
+    expect(&r, 0, "grad_x : Float(2, 3, device=cpu)", NULL);
+    result_free(&r);
+    char *grad_npy = tt_path(out_dir, "grad_x.npy");
+    tj_tensor *gx = tj_load_npy(grad_npy);
+    const double want[6] = {2, 2, 4, 4, 2, 4};
+    tt_assert_values(gx, want, 6, 0);
+    /* a given gradient for the output 'out' (halved in the last element) */
+    snprintf(gout, sizeof gout, "out=%s", g_path);
+    r = run_tjit((const char *[]){"run", ir, "--input", input, "--backward", "--grad-output", gout,
+                                  "--out", out_dir, NULL});
+    expect(&r, 0, "grad_x", NULL);
+    result_free(&r);
+    gx = tj_load_npy(grad_npy);
+    const double want_given[6] = {2, 2, 4, 4, 2, 3};
+    tt_assert_values(gx, want_given, 6, 0);
+    r = run_tjit((const char *[]){"run", ir, "--grad-output", gout, NULL});
+    expect(&r, 1, NULL, "--grad-output needs --backward");
+    result_free(&r);
+    free(grad_npy);
+    free(x_path);
+    free(g_path);
+    free(out_dir);
+    free(ir);
+}
+
 /* ---- tjit dump ---------------------------------------------------------------------------- */
 
 static void test_dump(void **state) {
@@ -210,6 +248,10 @@ static void test_dump(void **state) {
     r = run_tjit((const char *[]){"dump", "no_such_model", NULL});
     expect(&r, 2, NULL, "no model named 'no_such_model'");
     result_free(&r);
+    r = run_tjit((const char *[]){"dump", "mlp", "--grad", NULL});
+    expect(&r, 0, "# backward: gradients of the outputs and the saved values in", NULL);
+    expect(&r, 0, "aten::_log_softmax_backward_data", NULL);
+    result_free(&r);
 }
 
 int main(void) {
@@ -217,6 +259,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_run_with_input_and_out),
         T(test_run_errors),
+        T(test_run_backward),
         T(test_dump),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
