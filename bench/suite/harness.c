@@ -177,7 +177,7 @@ static void reference_runs(const bs_workload *w, variant *vs, const char *dir) {
 
 /* ---- the workload ------------------------------------------------------------- */
 
-static void setup_variants(const bs_workload *w, variant *vs) {
+static void setup_variants(const bs_config *cfg, const bs_workload *w, variant *vs) {
     static const struct { const char *name, *passes, *backend; } kinds[4] = {
         {"eager", NULL, NULL}, {"replay", "dce,cse", "portable"}, {"fused", NULL, "portable"},
         {"llvm", NULL, "llvm"}};
@@ -198,6 +198,11 @@ static void setup_variants(const bs_workload *w, variant *vs) {
                 v->ok = false;
                 snprintf(v->why, sizeof v->why, "tjit has no eager autograd");
             }
+            continue;
+        }
+        if (!strcmp(v->backend, "llvm") && !cfg->llvm_built) {
+            v->ok = false;
+            snprintf(v->why, sizeof v->why, "this build has no LLVM backend (TJIT_LLVM=OFF)");
             continue;
         }
         if (!g) {
@@ -275,7 +280,7 @@ void bs_run_workload(bs_config *cfg, const bs_workload *w) {
     for (int p = 0; p < w->n_params; p++) save(dir, "param_", tj_tensor_name(w->params[p]), w->params[p]);
 
     variant vs[N_VARIANTS];
-    setup_variants(w, vs);
+    setup_variants(cfg, w, vs);
     reference_runs(w, vs, dir);
 
     /* warm-up; its fastest steps size the repetitions to the budget */
