@@ -68,6 +68,9 @@ def fmt_time(s):
 
 
 def fmt_ratio(r):
+    """2 decimals; 3 just below 1, so that a ratio under 1 never prints as 1.00x."""
+    if 0.995 <= r < 1.0:
+        return f"{r:.3f}x"
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
