@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 
-from report import read_manifest
+from report import read_manifest, tjit_blas
 
 # set by load_torch(): numpy, torch and bench/torch_models.py, or None when missing
 np = torch = tm = None
@@ -309,6 +309,24 @@ def run_suite(args, wid):
         sys.exit(f"torch_compare: {' '.join(cmd)} failed")
 
 
+def match_blas(suite):
+    """Runs PyTorch on the OpenBLAS build that tjit links. Debian's PyTorch loads
+    libblas.so.3 through the system's alternative (OpenBLAS's pthreads build
+    unless changed), tjit links the OpenMP build when it is installed, and the
+    two builds run GEMMs on different thread pools (docs/performance.md). When
+    the directory of tjit's OpenBLAS holds a libblas.so.3 that is not first on
+    LD_LIBRARY_PATH, this re-executes the script with it first: the loader reads
+    LD_LIBRARY_PATH only when a process starts."""
+    dirs = [os.path.dirname(p) for p in tjit_blas(suite)]
+    dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libblas.so.3"))]
+    path = os.environ.get("LD_LIBRARY_PATH", "")
+    if not dirs or path.split(":")[0] == dirs[0]:
+        return
+    env = dict(os.environ, LD_LIBRARY_PATH=dirs[0] + (":" + path if path else ""))
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build/bench", help="bench_suite's output directory")
@@ -323,7 +341,11 @@ def main():
                     help="seconds in all to wait for idle CPUs before the halves of the rows")
     ap.add_argument("--retries", type=int, default=4,
                     help="halves in all to measure again when others used the CPUs meanwhile")
+    ap.add_argument("--system-blas", action="store_true",
+                    help="leave PyTorch on the system's BLAS, not on the OpenBLAS build tjit links")
     args = ap.parse_args()
+    if args.suite and not args.system_blas:
+        match_blas(args.suite)
     idle = IdleWaiter(args.idle_wait)
     only = set(args.only.split(",")) if args.only else None
     header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
