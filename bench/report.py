@@ -28,6 +28,9 @@ COLUMNS = [("eager", "tjit eager"), ("replay", "tjit replay"), ("fused", "tjit f
            ("llvm", "tjit fused LLVM"), ("torch_eager", "PyTorch eager"),
            ("torch_trace", "jit.trace"), ("torch_fused", "jit.trace + fuser")]
 BASE = "torch_eager"
+# a row measured while other processes used more than this share of the CPUs
+# is marked: its medians say more about the neighbours than about tjit
+DISTURBED = 0.15
 # the side-by-side check passes when every output and gradient is within
 # RTOL * max(1, largest magnitude of PyTorch's) of PyTorch eager's: f32 results
 # summed in another order (BLAS blocking, reductions) differ by some ulps of the
@@ -99,6 +102,16 @@ class Results:
     def speedup(self, w, v, best=False):
         t, base = self.time(w, v, best), self.time(w, BASE, best)
         return base / t if t and base else None
+
+    def label(self, w):
+        """A workload's label, marked when its row was disturbed."""
+        return w["label"] + (" (disturbed)" if self.disturbed(w["id"]) else "")
+
+    def disturbed(self, w):
+        """Whether other processes used more than DISTURBED of the CPUs while a
+        half of this row was measured (after the driver's re-measures)."""
+        shares = (self.torch or {}).get("shared", {}).get(w, {}).get("others", [])
+        return any(x is not None and x > DISTURBED for x in shares)
 
     def max_error(self, w):
         """(max abs error over tjit variants and quantities, whether within tolerance)."""
@@ -176,7 +189,7 @@ def main_table(res, best=False):
     head = ["workload"] + [h for _, h in COLUMNS] + ([] if best else ["max abs err"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for w in res.workloads:
-        cells = [w["label"]]
+        cells = [res.label(w)]
         for v, _ in COLUMNS:
             t = res.time(w["id"], v, best)
             if t is None:
@@ -234,7 +247,7 @@ def targets(res):
     for w in res.workloads:
         best = max((s for s in (res.speedup(w["id"], v) for v in fused) if s), default=None)
         if best is None or best < 1.0:
-            worse.append(f"{w['label']} ({'n/a' if best is None else fmt_ratio(best)})")
+            worse.append(f"{res.label(w)} ({'n/a' if best is None else fmt_ratio(best)})")
     lines.append("- tjit fused (the better of portable and LLVM) at least matches PyTorch eager "
                  "on every workload: " + ("**met**" if not worse else
                                           "**not met**: " + "; ".join(worse)))
@@ -244,7 +257,7 @@ def targets(res):
             continue
         s = {v: res.speedup(wid, v) for v in fused}
         best = max((x for x in s.values() if x), default=None)
-        lines.append(f"- {w['label']}, at least 2x PyTorch eager: "
+        lines.append(f"- {res.label(w)}, at least 2x PyTorch eager: "
                      + ("**met**" if best and best >= 2 else "**not met**")
                      + " (portable " + (fmt_ratio(s["fused"]) if s["fused"] else "n/a")
                      + ", LLVM " + (fmt_ratio(s["llvm"]) if s["llvm"] else "n/a") + ")")
@@ -255,7 +268,7 @@ def targets(res):
         frac = {v: (w["bytes"] / res.time(w["id"], v) / 1e9) / copy_gbs
                 for v in fused if res.time(w["id"], v)}
         best = max(frac.values(), default=0)
-        lines.append(f"- {w['label']}: fused at least 80% of copy bandwidth: "
+        lines.append(f"- {res.label(w)}: fused at least 80% of copy bandwidth: "
                      + ("**met**" if best >= 0.8 else "**not met**") + " ("
                      + ", ".join(f"{'portable' if v == 'fused' else 'LLVM'} {100 * f:.0f}%"
                                  for v, f in frac.items()) + ")")
@@ -271,6 +284,14 @@ def notes(res):
             if r is None or r["status"] != "ok":
                 reasons.setdefault((h, r["note"] if r else "not measured"), []).append(w["label"])
     lines = [f"- {h} n/a on {', '.join(labels)}: {why}" for (h, why), labels in reasons.items()]
+    shared = (res.torch or {}).get("shared", {})
+    for w in res.workloads:
+        if res.disturbed(w["id"]):
+            tj, pt = shared[w["id"]]["others"]
+            lines.append(f"- {res.label(w)}: other processes used "
+                         + ", ".join(f"{100 * x:.0f}% of the CPUs during the {side} half"
+                                     for x, side in ((tj, "tjit"), (pt, "PyTorch")) if x is not None)
+                         + " even after the re-measures: read this row with care")
     groups = [f"{w['label']}: {res.note(w['id'], 'torch_fused').split(': ')[-1].split()[0]}"
               for w in res.workloads if res.time(w["id"], "torch_fused")]
     if groups:
