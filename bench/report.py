@@ -219,7 +219,8 @@ def limits(res):
                     t = res.time(wid, v)
                     if t:
                         gbs = w["bytes"] / t / 1e9
-                        parts.append(f"{dict(COLUMNS)[v]} {gbs:.1f} GB/s ({100 * gbs / copy_gbs:.0f}% of copy)")
+                        share = 100 * gbs / copy_gbs
+                        parts.append(f"{dict(COLUMNS)[v]} {gbs:.1f} GB/s ({share:.0f}% of copy)")
                 lines.append(f"- {w['label']}: " + ", ".join(parts))
         elif w["kind"] == "mm":
             parts = []
@@ -346,7 +347,8 @@ set style fill solid 0.9 border -1
 set boxwidth 0.9
 set logscale y 2
 set yrange [0.05:64]
-set ytics ("1/16" 0.0625, "1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 4, "8" 8, "16" 16, "32" 32, "64" 64)
+set ytics ("1/16" 0.0625, "1/8" 0.125, "1/4" 0.25, "1/2" 0.5, "1" 1, "2" 2, "4" 4, \\
+           "8" 8, "16" 16, "32" 32, "64" 64)
 set grid ytics
 set xtics rotate by -35 left noenhanced font ",10"
 set key top left horizontal noenhanced
@@ -359,7 +361,9 @@ plot for [i=2:{len(series) + 1}] "{dat}" using i:xtic(1) title columnheader(i)
     with open(gp, "w") as f:
         f.write(script)
     r = subprocess.run(["gnuplot", gp], capture_output=True, text=True)
-    return "chart: " + os.path.join(out, "speedup.png") if r.returncode == 0 else "gnuplot: " + r.stderr
+    if r.returncode != 0:
+        return "gnuplot: " + r.stderr
+    return "chart: " + os.path.join(out, "speedup.png")
 
 
 def report(res):
