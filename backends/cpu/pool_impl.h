@@ -7,13 +7,15 @@
 #define CAT(a, b) CAT_(a, b)
 #define FN(name) CAT(name, SFX)
 
-/* Element (n, c, y, x) of a strided 4-D operand given plane p = n * C + c. */
-#define AT(base, s, p, y, xx) \
-    (((const T *)(base))[((p) / g->c) * (s)[0] + ((p) % g->c) * (s)[1] + (y) * (s)[2] + (xx) * (s)[3]])
+/* Plane p = n * C + c of a strided 4-D operand, computed once per plane so the
+ * window loops carry no 64-bit division; AT reads element (y, x) of it. */
+#define PLANE(E, base, s, p) ((const E *)(base) + ((p) / g->c) * (s)[0] + ((p) % g->c) * (s)[1])
+#define AT(plane, s, y, xx) ((plane)[(y) * (s)[2] + (xx) * (s)[3]])
 
 static void FN(max_pool)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
                          int64_t *ind, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
+        const T *xp = PLANE(T, x, xs, p);
         T *o = out + p * g->oh * g->ow;
         int64_t *io = ind ? ind + p * g->oh * g->ow : NULL;
         for (int64_t oh = 0; oh < g->oh; oh++) {
@@ -28,7 +30,7 @@ static void FN(max_pool)(const tjc_pool_geom *g, const char *x, const int64_t *x
                 int64_t at = hs * g->w + ws;
                 for (int64_t y = hs; y < he; y += g->dh)
                     for (int64_t xx = ws; xx < we; xx += g->dw) {
-                        T v = AT(x, xs, p, y, xx);
+                        T v = AT(xp, xs, y, xx);
                         /* NaN wins, as in PyTorch */
                         if (v > best || v != v) {
                             best = v;
@@ -48,13 +50,14 @@ static bool FN(max_pool_backward)(const tjc_pool_geom *g, const char *go, const 
                                   int64_t p1) {
     int64_t hw = g->h * g->w;
     for (int64_t p = p0; p < p1; p++) {
+        const T *gop = PLANE(T, go, gs, p);
+        const int64_t *ip = PLANE(int64_t, ind, is, p);
         T *plane = gi + p * hw;
         for (int64_t y = 0; y < g->oh; y++)
             for (int64_t xx = 0; xx < g->ow; xx++) {
-                int64_t k = ((const int64_t *)ind)[(p / g->c) * is[0] + (p % g->c) * is[1] +
-                                                   y * is[2] + xx * is[3]];
+                int64_t k = ip[y * is[2] + xx * is[3]];
                 if (k < 0 || k >= hw) return false;
-                plane[k] += AT(go, gs, p, y, xx);
+                plane[k] += AT(gop, gs, y, xx);
             }
     }
     return true;
@@ -67,13 +70,14 @@ static bool FN(max_pool_gather)(const tjc_pool_geom *g, const char *x, const int
                                 int64_t p1) {
     int64_t hw = g->h * g->w;
     for (int64_t p = p0; p < p1; p++) {
+        const T *xp = PLANE(T, x, xs, p);
+        const int64_t *ip = PLANE(int64_t, ind, is, p);
         T *o = out + p * g->oh * g->ow;
         for (int64_t y = 0; y < g->oh; y++)
             for (int64_t xx = 0; xx < g->ow; xx++) {
-                int64_t k = ((const int64_t *)ind)[(p / g->c) * is[0] + (p % g->c) * is[1] +
-                                                   y * is[2] + xx * is[3]];
+                int64_t k = ip[y * is[2] + xx * is[3]];
                 if (k < 0 || k >= hw) return false;
-                o[y * g->ow + xx] = AT(x, xs, p, k / g->w, k % g->w);
+                o[y * g->ow + xx] = AT(xp, xs, k / g->w, k % g->w);
             }
     }
     return true;
@@ -98,13 +102,14 @@ static inline int64_t FN(avg_window)(const tjc_pool_geom *g, int64_t oh, int64_t
 static void FN(avg_pool)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
                          int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
+        const T *xp = PLANE(T, x, xs, p);
         T *o = out + p * g->oh * g->ow;
         for (int64_t oh = 0; oh < g->oh; oh++)
             for (int64_t ow = 0; ow < g->ow; ow++) {
                 int64_t hs, he, ws, we, div = FN(avg_window)(g, oh, ow, &hs, &he, &ws, &we);
                 double sum = 0;
                 for (int64_t y = hs; y < he; y++)
-                    for (int64_t xx = ws; xx < we; xx++) sum += AT(x, xs, p, y, xx);
+                    for (int64_t xx = ws; xx < we; xx++) sum += AT(xp, xs, y, xx);
                 o[oh * g->ow + ow] = (hs >= he || ws >= we) ? (T)0 : (T)(sum / (double)div);
             }
     }
@@ -113,12 +118,13 @@ static void FN(avg_pool)(const tjc_pool_geom *g, const char *x, const int64_t *x
 static void FN(avg_pool_backward)(const tjc_pool_geom *g, const char *go, const int64_t *gs,
                                   T *gi, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
+        const T *gop = PLANE(T, go, gs, p);
         T *plane = gi + p * g->h * g->w;
         for (int64_t oh = 0; oh < g->oh; oh++)
             for (int64_t ow = 0; ow < g->ow; ow++) {
                 int64_t hs, he, ws, we, div = FN(avg_window)(g, oh, ow, &hs, &he, &ws, &we);
                 if (hs >= he || ws >= we) continue;
-                T v = (T)(AT(go, gs, p, oh, ow) / (double)div);
+                T v = (T)(AT(gop, gs, oh, ow) / (double)div);
                 for (int64_t y = hs; y < he; y++)
                     for (int64_t xx = ws; xx < we; xx++) plane[y * g->w + xx] += v;
             }
@@ -128,6 +134,7 @@ static void FN(avg_pool_backward)(const tjc_pool_geom *g, const char *go, const 
 static void FN(adaptive_avg)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
                              int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
+        const T *xp = PLANE(T, x, xs, p);
         T *o = out + p * g->oh * g->ow;
         for (int64_t oh = 0; oh < g->oh; oh++) {
             int64_t hs = tjc_adaptive_start(oh, g->h, g->oh), he = tjc_adaptive_end(oh, g->h, g->oh);
@@ -136,7 +143,7 @@ static void FN(adaptive_avg)(const tjc_pool_geom *g, const char *x, const int64_
                 int64_t we = tjc_adaptive_end(ow, g->w, g->ow);
                 double sum = 0;
                 for (int64_t y = hs; y < he; y++)
-                    for (int64_t xx = ws; xx < we; xx++) sum += AT(x, xs, p, y, xx);
+                    for (int64_t xx = ws; xx < we; xx++) sum += AT(xp, xs, y, xx);
                 o[oh * g->ow + ow] = (T)(sum / (double)((he - hs) * (we - ws)));
             }
         }
@@ -146,13 +153,14 @@ static void FN(adaptive_avg)(const tjc_pool_geom *g, const char *x, const int64_
 static void FN(adaptive_avg_backward)(const tjc_pool_geom *g, const char *go, const int64_t *gs,
                                       T *gi, int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; p++) {
+        const T *gop = PLANE(T, go, gs, p);
         T *plane = gi + p * g->h * g->w;
         for (int64_t oh = 0; oh < g->oh; oh++) {
             int64_t hs = tjc_adaptive_start(oh, g->h, g->oh), he = tjc_adaptive_end(oh, g->h, g->oh);
             for (int64_t ow = 0; ow < g->ow; ow++) {
                 int64_t ws = tjc_adaptive_start(ow, g->w, g->ow);
                 int64_t we = tjc_adaptive_end(ow, g->w, g->ow);
-                T v = (T)(AT(go, gs, p, oh, ow) / (double)((he - hs) * (we - ws)));
+                T v = (T)(AT(gop, gs, oh, ow) / (double)((he - hs) * (we - ws)));
                 for (int64_t y = hs; y < he; y++)
                     for (int64_t xx = ws; xx < we; xx++) plane[y * g->w + xx] += v;
             }
@@ -161,6 +169,7 @@ static void FN(adaptive_avg_backward)(const tjc_pool_geom *g, const char *go, co
 }
 
 #undef AT
+#undef PLANE
 #undef FN
 #undef CAT
 #undef CAT_
