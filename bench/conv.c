@@ -12,22 +12,7 @@
 
 #include "tjit/tjit.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v; returns its median (v[0] is then the best time). */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_util.h"
 
 enum { N = 8, C = 64, H = 56, W = 56, O = 64, K = 3 };
 
@@ -98,13 +83,13 @@ int main(int argc, char **argv) {
             rng = rng * 1103515245u + 12345u;
             for (int j = 0; j < N_RUNS; j++) {
                 int k = (int)((j + (rng >> 16)) % N_RUNS);
-                double t0 = now();
+                double t0 = bench_now();
                 if (run((run_kind)k, &c)) return 1;
-                if (r >= 0) t[k][r] = now() - t0;
+                if (r >= 0) t[k][r] = bench_now() - t0;
             }
         }
         for (int k = 0; k < N_RUNS; k++) {
-            double m = median(t[k], reps);
+            double m = bench_median(t[k], reps);
             printf("%-24s %7d %10.2f %10.1f %10.1f\n", names[k], threads[ti], m * 1e3,
                    flop / m * 1e-9, flop / t[k][0] * 1e-9);
         }

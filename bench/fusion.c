@@ -12,22 +12,7 @@
 #include <time.h>
 
 #include "examples/models/models.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return t[n / 2];
-}
+#include "bench_util.h"
 
 static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
     (void)ctx;
@@ -59,9 +44,9 @@ static double time_runs(tj_program *p, tj_model_fn fn, void *ctx, tj_tensor **in
     double *t = malloc(sizeof(double) * (size_t)reps);
     tj_tensor *out[4];
     for (int r = -2; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         tj_status st = p ? tj_run(p, in, out) : fn(ctx, in, n_in, out, n_out);
-        double dt = now_s() - t0;
+        double dt = bench_now() - t0;
         if (st) {
             fprintf(stderr, "fusion bench: %s\n", tj_last_error());
             exit(1);
@@ -69,31 +54,8 @@ static double time_runs(tj_program *p, tj_model_fn fn, void *ctx, tj_tensor **in
         for (int i = 0; i < n_out; i++) tj_release(out[i]);
         if (r >= 0) t[r] = dt;
     }
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     free(t);
-    return m;
-}
-
-static double copy_time(int64_t n, int reps) {
-    float *src = aligned_alloc(64, (size_t)n * 4), *dst = aligned_alloc(64, (size_t)n * 4);
-    memset(src, 1, (size_t)n * 4);
-    memset(dst, 0, (size_t)n * 4);
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    int threads = tj_get_num_threads();
-    for (int r = -2; r < reps; r++) {
-        double t0 = now_s();
-#pragma omp parallel num_threads(threads)
-        {
-            int k = omp_get_thread_num(), nt = omp_get_num_threads();
-            int64_t lo = n * k / nt, hi = n * (k + 1) / nt;
-            memcpy(dst + lo, src + lo, (size_t)(hi - lo) * 4);
-        }
-        if (r >= 0) t[r] = now_s() - t0;
-    }
-    double m = median(t, reps);
-    free(t);
-    free(src);
-    free(dst);
     return m;
 }
 
@@ -110,8 +72,9 @@ int main(void) {
                             tj_randn(&n, 1, TJ_F32, gen)};
         tj_program *plain = compile(chain, NULL, in, 3, 1, "dce,cse");
         tj_program *fused = compile(chain, NULL, in, 3, 1, NULL);
-        double tc = copy_time(n, reps), tu = time_runs(plain, chain, NULL, in, 3, 1, reps),
-               tf = time_runs(fused, chain, NULL, in, 3, 1, reps);
+        double tc = bench_copy_time(n, reps, tj_get_num_threads(), NULL);
+        double tu = time_runs(plain, chain, NULL, in, 3, 1, reps);
+        double tf = time_runs(fused, chain, NULL, in, 3, 1, reps);
         double gb = 16.0 * (double)n / 1e9;
         printf("| %.0e elements | %.1f | %.2f | %.1f | %.2f | %.1f | %.0f%% | %.2fx |\n", (double)n,
                8.0 * (double)n / 1e9 / tc, tu * 1e3, gb / tu, tf * 1e3, gb / tf, 100 * (gb / tf) / (8.0 * (double)n / 1e9 / tc),

@@ -16,28 +16,13 @@
 #include <time.h>
 
 #include "examples/models/models.h"
+#include "bench_util.h"
 #ifdef TJIT_HAVE_LLVM
 #include "backends/llvm/tjl.h"
 
 enum { VARIANTS = 3 }; /* unfused, portable, llvm */
 static const char *const passes_of[VARIANTS] = {"dce,cse", NULL, NULL};
 static const char *const backend_of[VARIANTS] = {"portable", "portable", "llvm"};
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp);
-    return t[n / 2];
-}
 
 static void die(void) {
     fprintf(stderr, "bench_llvm: %s\n", tj_last_error());
@@ -97,10 +82,10 @@ static tj_program *compile(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, 
 /* One run of p (and its backward when grad); seconds. */
 static double run_once(tj_program *p, tj_tensor **in, int n_out, bool grad) {
     tj_tensor *out[4];
-    double t0 = now_s();
+    double t0 = bench_now();
     if (tj_run(p, in, out) != TJ_OK) die();
     if (grad && tj_backward(p, NULL, NULL) != TJ_OK) die();
-    double dt = now_s() - t0;
+    double dt = bench_now() - t0;
     for (int i = 0; i < n_out; i++) tj_release(out[i]);
     if (grad) tj_program_zero_grad(p);
     return dt;
@@ -117,34 +102,10 @@ static void time_variants(tj_program **p, tj_tensor **in, int n_out, bool grad, 
             if (r >= 0) t[v][r] = dt;
         }
     for (int v = 0; v < VARIANTS; v++) {
-        ms[v] = 1e3 * median(t[v], reps);
-        best[v] = 1e3 * t[v][0]; /* sorted by median() */
+        ms[v] = 1e3 * bench_median(t[v], reps);
+        best[v] = 1e3 * t[v][0]; /* sorted by bench_median() */
         free(t[v]);
     }
-}
-
-/* The median copy time; the fastest through *best. */
-static double copy_time(int64_t n, int reps, int threads, double *best) {
-    float *src = aligned_alloc(64, (size_t)n * 4), *dst = aligned_alloc(64, (size_t)n * 4);
-    memset(src, 1, (size_t)n * 4);
-    memset(dst, 0, (size_t)n * 4);
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    for (int r = -2; r < reps; r++) {
-        double t0 = now_s();
-#pragma omp parallel num_threads(threads)
-        {
-            int k = omp_get_thread_num(), nt = omp_get_num_threads();
-            int64_t lo = n * k / nt, hi = n * (k + 1) / nt;
-            memcpy(dst + lo, src + lo, (size_t)(hi - lo) * 4);
-        }
-        if (r >= 0) t[r] = now_s() - t0;
-    }
-    double m = median(t, reps);
-    *best = t[0];
-    free(t);
-    free(src);
-    free(dst);
-    return m;
 }
 
 static void bench_chain(tj_generator *gen, int threads) {
@@ -153,7 +114,8 @@ static void bench_chain(tj_generator *gen, int threads) {
     tj_tensor *in[3] = {tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen)};
     tj_program *p[VARIANTS];
     for (int v = 0; v < VARIANTS; v++) p[v] = compile(chain, NULL, in, 3, 1, v, false);
-    double ms[VARIANTS], best[VARIANTS], copy_best, copy = copy_time(n, reps, threads, &copy_best);
+    double ms[VARIANTS], best[VARIANTS], copy_best;
+    double copy = bench_copy_time(n, reps, threads, &copy_best);
     time_variants(p, in, 1, false, reps, ms, best);
     double gb = 16.0 * (double)n / 1e9, copy_gbs = 8.0 * (double)n / 1e9 / copy;
     double copy_best_gbs = 8.0 * (double)n / 1e9 / copy_best;

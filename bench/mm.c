@@ -11,22 +11,7 @@
 
 #include "tjit/tjit.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v; returns its median (v[0] is then the best time). */
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+#include "bench_util.h"
 
 int main(int argc, char **argv) {
     double scale = argc > 1 ? atof(argv[1]) : 1.0;
@@ -61,14 +46,14 @@ int main(int argc, char **argv) {
                 double t_direct = 0, t_tj = 0;
                 for (int k = 0; k < 2; k++) {
                     bool direct = (k == 0) == ((rng >> 16) & 1);
-                    double t0 = now();
+                    double t0 = bench_now();
                     if (direct) {
                         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, ap, n,
                                     bp, n, 0.0f, c, n);
-                        t_direct = now() - t0;
+                        t_direct = bench_now() - t0;
                     } else {
                         tj_tensor *out = tj_mm(a, b);
-                        t_tj = now() - t0;
+                        t_tj = bench_now() - t0;
                         if (!out) {
                             fprintf(stderr, "bench_mm: %s\n", tj_last_error());
                             return 1;
@@ -79,7 +64,7 @@ int main(int argc, char **argv) {
                 if (r >= 0) td[r] = t_direct, tt[r] = t_tj;
             }
             double flop = 2.0 * n * n * (double)n;
-            double md = median(td, reps), mt = median(tt, reps), bd = td[0], bt = tt[0];
+            double md = bench_median(td, reps), mt = bench_median(tt, reps), bd = td[0], bt = tt[0];
             printf("%6d %7d %10.3f %10.3f %11.1f %11.1f %7.1f%% %9.1f%%\n", n, threads[ti],
                    md * 1e3, mt * 1e3, flop / md * 1e-9, flop / mt * 1e-9, 100.0 * md / mt,
                    100.0 * bd / bt);

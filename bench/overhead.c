@@ -7,19 +7,9 @@
 #include <time.h>
 
 #include "examples/models/models.h"
+#include "bench_util.h"
 
 enum { CHAIN = 100 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* y = x + b + b + ... (100 adds) */
 static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -53,9 +43,9 @@ static timing measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n
     tj_tensor *out[4];
     for (int mode = 0; mode < 3; mode++)
         for (int r = -reps / 10; r < reps; r++) {
-            double t0 = now_s();
+            double t0 = bench_now();
             tj_status st = mode ? tj_run(ps[mode - 1], in, out) : fn(ctx, in, n_in, out, n_out);
-            double dt = now_s() - t0;
+            double dt = bench_now() - t0;
             if (st) {
                 fprintf(stderr, "overhead: %s\n", tj_last_error());
                 exit(1);
@@ -64,7 +54,7 @@ static timing measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n
             if (r >= 0) t[mode][r] = dt;
         }
     timing res;
-    for (int m = 0; m < 3; m++) qsort(t[m], (size_t)reps, sizeof(double), cmp);
+    for (int m = 0; m < 3; m++) qsort(t[m], (size_t)reps, sizeof(double), bench_cmp_double);
     res.eager = t[0][reps / 2];
     res.replay = t[1][reps / 2];
     res.fused = t[2][reps / 2];

@@ -15,23 +15,9 @@
 
 #include "tjit/tjit.h"
 
+#include "bench_util.h"
+
 enum { N = 10000000, WARMUP = 3, REPS = 21 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return v[n / 2];
-}
 
 typedef enum { B_COPY, B_ADD, B_ADD_INPLACE, B_TANH } bench_kind;
 
@@ -43,7 +29,7 @@ typedef struct ctx {
 
 /* One run of kind; returns its time in seconds, or a negative value on error. */
 static double run_once(ctx *c, bench_kind kind) {
-    double t0 = now_s();
+    double t0 = bench_now();
     tj_tensor *r = NULL;
     switch (kind) {
     case B_COPY:
@@ -58,7 +44,7 @@ static double run_once(ctx *c, bench_kind kind) {
     case B_ADD_INPLACE: r = tj_add_(c->acc, c->b, 1.0); break;
     case B_TANH: r = tj_tanh(c->a); break;
     }
-    double t = now_s() - t0;
+    double t = bench_now() - t0;
     if (kind != B_COPY) {
         if (!r) {
             fprintf(stderr, "bench_pointwise: %s\n", tj_last_error());
@@ -80,7 +66,7 @@ static int measure(ctx *c, const bench_kind *kinds, int n, double *ms) {
             if (t < 0) return -1;
             if (r >= 0) times[k][r] = t;
         }
-    for (int k = 0; k < n; k++) ms[k] = 1e3 * median(times[k], REPS);
+    for (int k = 0; k < n; k++) ms[k] = 1e3 * bench_median(times[k], REPS);
     return 0;
 }
 

@@ -16,18 +16,9 @@
 
 #include "tjit/tjit.h"
 
+#include "bench_util.h"
+
 enum { ROWS = 4096, COLS = 1024, N = ROWS * COLS, WARMUP = 3, REPS = 21 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef enum { B_COPY, B_SOFTMAX, B_LOG_SOFTMAX, B_SOFTMAX_DIM0 } bench_kind;
 
@@ -39,7 +30,7 @@ typedef struct ctx {
 
 /* One run; its time in seconds, or a negative value on error. */
 static double run_once(ctx *c, bench_kind kind) {
-    double t0 = now_s();
+    double t0 = bench_now();
     tj_tensor *r = NULL;
     switch (kind) {
     case B_COPY:
@@ -55,7 +46,7 @@ static double run_once(ctx *c, bench_kind kind) {
     case B_LOG_SOFTMAX: r = tj_log_softmax(c->x, -1); break;
     case B_SOFTMAX_DIM0: r = tj_softmax(c->x, 0); break;
     }
-    double t = now_s() - t0;
+    double t = bench_now() - t0;
     if (kind != B_COPY) {
         if (!r) {
             fprintf(stderr, "bench_softmax: %s\n", tj_last_error());
@@ -72,7 +63,7 @@ static int measure(ctx *c, bench_kind kind, double *ms, double *best_ms) {
         if (run_once(c, kind) < 0) return -1;
     for (int i = 0; i < REPS; i++)
         if ((times[i] = run_once(c, kind)) < 0) return -1;
-    qsort(times, REPS, sizeof *times, cmp_double);
+    qsort(times, REPS, sizeof *times, bench_cmp_double);
     *ms = 1e3 * times[REPS / 2];
     *best_ms = 1e3 * times[0];
     return 0;

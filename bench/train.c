@@ -8,17 +8,7 @@
 #include <time.h>
 
 #include "examples/models/models.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static tj_status mlp_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
     (void)n_in;
@@ -56,7 +46,7 @@ static double step_ms(tj_model_fn fn, void *ctx, const tjx_model *m, tj_tensor *
     int n_params = m->parameters(ctx, params, 32);
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = -3; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now();
         tj_scope_begin();
         tj_tensor *loss;
         if (tj_run(p, in, &loss) || tj_backward(p, NULL, NULL)) {
@@ -69,9 +59,9 @@ static double step_ms(tj_model_fn fn, void *ctx, const tjx_model *m, tj_tensor *
         }
         tj_program_zero_grad(p);
         tj_scope_end();
-        if (r >= 0) t[r] = now_s() - t0;
+        if (r >= 0) t[r] = bench_now() - t0;
     }
-    qsort(t, (size_t)reps, sizeof *t, cmp);
+    qsort(t, (size_t)reps, sizeof *t, bench_cmp_double);
     double med = t[reps / 2];
     free(t);
     tj_program_free(p);
