@@ -36,19 +36,6 @@ static int teardown_dir(void **state) {
     dir = NULL;
     return 0;
 }
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
-
 /* The tool's output: its exit status, stdout and stderr (malloc'd). */
 typedef struct result {
     int status;
@@ -255,7 +242,7 @@ static void test_dump(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         T(test_run_with_input_and_out),
         T(test_run_errors),

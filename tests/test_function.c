@@ -9,19 +9,6 @@
 
 #include "tests/support/runtime_testing.h"
 
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
-
 /* y = tanh(x W^T + b), x [batch, 4] -> [batch, 3] */
 typedef struct layer {
     tj_tensor *w, *b;
@@ -272,7 +259,7 @@ static void test_concurrent_misses_share_one_entry(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         T(test_cache_counts),
         T(test_parameters_by_reference),

@@ -8,19 +8,6 @@
 #include "core/core.h"
 #include "tests/support/testing.h"
 
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
-
 /* A view of base's storage, made directly so that these tests do not depend
  * on the view ops; it belongs to the current scope. */
 static tj_tensor *view(tj_tensor *base, int ndim, const int64_t *sizes, const int64_t *strides,
@@ -318,7 +305,7 @@ static void copy_between_overlapping_views(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         T(every_inplace_op_matches_its_out_of_place_form),
         T(inplace_through_a_strided_slice_writes_only_its_elements),

@@ -22,19 +22,6 @@ static int teardown_dir(void **state) {
     dir = NULL;
     return 0;
 }
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
-
 /* Saves t as name in the temporary directory and loads it back. */
 static tj_tensor *round_trip(const tj_tensor *t, const char *name) {
     char *path = tt_path(dir, name);
@@ -297,7 +284,7 @@ static void test_save_errors(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         T(test_round_trip_dtypes),
         T(test_round_trip_shapes),

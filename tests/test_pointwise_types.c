@@ -48,19 +48,6 @@ static tj_tensor *vec(tj_dtype dtype, int n, const double *v) {
         tt_assert_values(t_, want_, (int64_t)(sizeof want_ / sizeof want_[0]), tol);          \
     } while (0)
 
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
-
 /* ---- promotion ------------------------------------------------------------------ */
 
 static void promotion_between_dimensioned_tensors(void **state) {
@@ -305,7 +292,7 @@ static void error_messages_name_the_op_argument_and_shapes(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         T(promotion_between_dimensioned_tensors),
         T(zero_dim_tensors_count_only_when_a_category_higher),

@@ -11,18 +11,6 @@
 #include "examples/models/models.h"
 #include "tests/support/runtime_testing.h"
 
-static int setup_scope(void **state) {
-    (void)state;
-    tj_clear_error();
-    tj_scope_begin();
-    return 0;
-}
-static int teardown_scope(void **state) {
-    (void)state;
-    tj_scope_end();
-    tj_clear_error();
-    return 0;
-}
 /* For tests that create an example model's parameters, which must not belong
  * to a scope: the model's destroy function releases them. */
 static int setup_plain(void **state) {
@@ -571,7 +559,7 @@ static void test_check_inputs(void **state) {
 }
 
 int main(void) {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup_scope, teardown_scope)
+#define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lstm_cell_records_high_level_ops, setup_plain, setup_plain),
         T(test_ops_inside_kernels_not_recorded),

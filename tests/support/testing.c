@@ -196,3 +196,17 @@ void tt_assert_sizes_(const tj_tensor *t, const int64_t *sizes, int ndim, const 
 
 double tt_rtol(tj_dtype d) { return d == TJ_F32 ? 2e-5 : d == TJ_F64 ? 1e-12 : 0; }
 double tt_atol(tj_dtype d) { return d == TJ_F32 ? 1e-5 : d == TJ_F64 ? 1e-12 : 0; }
+
+int tt_setup_scope(void **state) {
+    (void)state;
+    tj_clear_error();
+    tj_scope_begin();
+    return 0;
+}
+
+int tt_teardown_scope(void **state) {
+    (void)state;
+    tj_scope_end();
+    tj_clear_error();
+    return 0;
+}

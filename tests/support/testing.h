@@ -61,4 +61,10 @@ void tt_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double tt_rtol(tj_dtype d);
 double tt_atol(tj_dtype d);
 
+/* cmocka fixtures: each test runs with a cleared error and inside a scope of
+ * its own, which releases every tensor the test made. */
+int tt_setup_scope(void **state);
+int tt_teardown_scope(void **state);
+#define TT_SCOPED_TEST(f) cmocka_unit_test_setup_teardown(f, tt_setup_scope, tt_teardown_scope)
+
 #endif
