@@ -14,72 +14,74 @@ static tj_status node_failed(const tji_instr *I) {
                      tj_node_name(I->node), cause);
 }
 
-static tj_status call(const tji_instr *I, tj_tensor **R) {
-    enum { SMALL = 16 };
+/* One instruction's argument and result arrays, on the stack unless it has
+ * more than SMALL of either; args are gathered from the registers. */
+enum { SMALL = 16 };
+typedef struct instr_io {
     tj_tensor *args_small[SMALL], *res_small[SMALL];
-    tj_tensor **args = I->n_in <= SMALL ? args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
-    tj_tensor **res = I->n_out <= SMALL ? res_small : calloc((size_t)I->n_out, sizeof(tj_tensor *));
-    tj_status st = TJ_OK;
-    if (!args || !res) {
-        st = tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
-        goto done;
-    }
-    for (int j = 0; j < I->n_in; j++) args[j] = R[I->in[j]];
-    int n = tjc_invoke_nested(I->op, args, I->n_in, I->attrs, res, I->n_out);
-    if (n < 0) {
-        st = node_failed(I);
-    } else if (n != I->n_out) {
+    tj_tensor **args, **res;
+} instr_io;
+
+static tj_status io_open(instr_io *io, const tji_instr *I, tj_tensor **R) {
+    io->args = I->n_in <= SMALL ? io->args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
+    io->res = I->n_out <= SMALL ? io->res_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_out);
+    if (!io->args || !io->res) return tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
+    for (int j = 0; j < I->n_in; j++) io->args[j] = R[I->in[j]];
+    return TJ_OK;
+}
+
+static void io_close(instr_io *io) {
+    if (io->args != io->args_small) free(io->args);
+    if (io->res != io->res_small) free(io->res);
+}
+
+/* Stores an op's n results in the instruction's output registers, or, when
+ * there are not as many as the trace had, releases them and says so. */
+static tj_status store_results(const tji_instr *I, tj_tensor **res, int n, tj_tensor **R) {
+    if (n < 0) return node_failed(I);
+    if (n != I->n_out) {
         for (int j = 0; j < n; j++) tj_release(res[j]);
-        st = tjc_error(TJ_ERR_SHAPE, "replaying node %%%d (%s): it made %d outputs where the "
-                       "trace had %d; the inputs' sizes changed what it computes",
-                       tj_node_id(I->node), tj_node_name(I->node), n, I->n_out);
-    } else {
-        for (int j = 0; j < n; j++) R[I->out[j]] = res[j];
+        return tjc_error(TJ_ERR_SHAPE, "replaying node %%%d (%s): it made %d outputs where "
+                         "the trace had %d; the inputs' sizes changed what it computes",
+                         tj_node_id(I->node), tj_node_name(I->node), n, I->n_out);
     }
-done:
-    if (args != args_small) free(args);
-    if (res != res_small) free(res);
+    for (int j = 0; j < n; j++) R[I->out[j]] = res[j];
+    return TJ_OK;
+}
+
+static tj_status call(const tji_instr *I, tj_tensor **R) {
+    instr_io io;
+    tj_status st = io_open(&io, I, R);
+    if (!st) {
+        int n = tjc_invoke_nested(I->op, io.args, I->n_in, I->attrs, io.res, I->n_out);
+        st = store_results(I, io.res, n, R);
+    }
+    io_close(&io);
     return st;
 }
 
 static tj_status chunk(const tji_instr *I, tj_tensor **R) {
-    tj_tensor *x = R[I->in[0]];
-    tj_tensor **res = calloc((size_t)I->n_out, sizeof(tj_tensor *));
-    if (!res) return tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
-    /* through the table, nested like every replayed op: the public tj_chunk
-     * would hand the pieces to the caller's scope and to an active tracer */
-    tj_attr attrs[2] = {{.i = I->chunks}, {.i = I->dim}};
-    int n = tjc_invoke_nested(tjc_op(TJ_OP_chunk), &x, 1, attrs, res, I->n_out);
-    tj_status st = TJ_OK;
-    if (n != I->n_out) {
-        for (int j = 0; j < n; j++) tj_release(res[j]);
-        st = n < 0 ? node_failed(I)
-                   : tjc_error(TJ_ERR_SHAPE, "replaying node %%%d (prim::ConstantChunk): %d "
-                               "chunks where the trace had %d", tj_node_id(I->node), n, I->n_out);
-    } else {
-        for (int j = 0; j < n; j++) R[I->out[j]] = res[j];
+    instr_io io;
+    tj_status st = io_open(&io, I, R);
+    if (!st) {
+        /* through the table, nested like every replayed op: the public tj_chunk
+         * would hand the pieces to the caller's scope and to an active tracer */
+        tj_attr attrs[2] = {{.i = I->chunks}, {.i = I->dim}};
+        int n = tjc_invoke_nested(tjc_op(TJ_OP_chunk), io.args, 1, attrs, io.res, I->n_out);
+        st = store_results(I, io.res, n, R);
     }
-    free(res);
+    io_close(&io);
     return st;
 }
 
 static tj_status fused(const tji_instr *I, tj_tensor **R) {
-    enum { SMALL = 16 };
-    tj_tensor *args_small[SMALL], *res_small[SMALL];
-    tj_tensor **args = I->n_in <= SMALL ? args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
-    tj_tensor **res = I->n_out <= SMALL ? res_small : calloc((size_t)I->n_out, sizeof(tj_tensor *));
-    tj_status st = TJ_OK;
-    if (!args || !res) {
-        st = tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
-    } else {
-        for (int j = 0; j < I->n_in; j++) args[j] = R[I->in[j]];
-        st = tjf_group_run(I->group, args, res);
-        if (st) st = node_failed(I);
-        else
-            for (int j = 0; j < I->n_out; j++) R[I->out[j]] = res[j];
+    instr_io io;
+    tj_status st = io_open(&io, I, R);
+    if (!st) {
+        st = tjf_group_run(I->group, io.args, io.res);
+        st = store_results(I, io.res, st ? -1 : I->n_out, R);
     }
-    if (args != args_small) free(args);
-    if (res != res_small) free(res);
+    io_close(&io);
     return st;
 }
 
