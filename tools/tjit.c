@@ -1,6 +1,8 @@
 /* tjit.c — the tjit command line program: one subcommand per entry of the
- * table below, each in its own tools/tjit_<name>.c file. */
+ * table below, each in its own tools/tjit_<name>.c file, and the file reading
+ * they share. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tools/commands.h"
@@ -29,4 +31,33 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tjit: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
+}
+
+char *tjit_read_file(const char *path, size_t *len) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = NULL;
+    for (;;) {
+        char *bigger = realloc(buf, cap + 1);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+    }
+    if (f != stdin) fclose(f);
+    if (buf) {
+        buf[n] = '\0';
+        *len = n;
+    }
+    return buf;
 }

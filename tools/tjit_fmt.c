@@ -14,36 +14,6 @@ static int usage(void) {
     return 2;
 }
 
-/* The whole file, NUL-terminated; *len excludes the NUL. */
-static char *read_all(const char *path, size_t *len) {
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = NULL;
-    for (;;) {
-        char *bigger = realloc(buf, cap + 1);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) {
-        free(buf);
-        buf = NULL;
-    }
-    if (f != stdin) fclose(f);
-    if (buf) {
-        buf[n] = '\0';
-        *len = n;
-    }
-    return buf;
-}
-
 int tjit_cmd_fmt(int argc, char **argv) {
     const char *path = NULL;
     unsigned flags = 0;
@@ -59,7 +29,7 @@ int tjit_cmd_fmt(int argc, char **argv) {
     }
     if (!path) return usage();
     size_t len = 0;
-    char *text = read_all(path, &len);
+    char *text = tjit_read_file(path, &len);
     if (!text) {
         fprintf(stderr, "tjit fmt: cannot read %s\n", path);
         return 1;

@@ -13,26 +13,6 @@
 
 enum { MAX_INPUTS = 64 };
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "tjit run: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, n = 0;
-    char *s = malloc(cap);
-    while (s) {
-        n += fread(s + n, 1, cap - n - 1, f);
-        if (n < cap - 1) break;
-        char *grown = realloc(s, cap *= 2);
-        if (!grown) free(s);
-        s = grown;
-    }
-    fclose(f);
-    if (s) s[n] = '\0';
-    return s;
-}
-
 /* A random tensor of a fully known type; NULL with a message otherwise. */
 static tj_tensor *random_input(const tj_type *t, int index, const char *name, tj_generator *gen) {
     bool known = t->kind == TJ_TYPE_TENSOR && t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN;
@@ -161,10 +141,14 @@ int tjit_cmd_run(int argc, char **argv) {
             return 2;
         }
     }
-    char *text = read_file(argv[1]);
-    if (!text) return 1;
+    size_t len = 0;
+    char *text = tjit_read_file(argv[1], &len);
+    if (!text) {
+        fprintf(stderr, "tjit run: cannot open %s: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
     int rc = 1;
-    tj_graph *g = tj_graph_parse(text, NULL);
+    tj_graph *g = tj_graph_parse_n(text, len, NULL);
     free(text);
     tj_program *p = NULL;
     tj_generator *gen = tj_generator_new(0);
