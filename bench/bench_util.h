@@ -1,7 +1,8 @@
-/* bench_util.h — the timing vocabulary the stand-alone benchmarks share: a
- * monotonic clock, the median of a sample, and the parallel memcpy that
- * pointwise figures are set beside. Header-only because each bench/ source is a
- * program of its own; bench_suite has its own harness in bench/suite/. */
+/* bench_util.h — what the benchmarks share: a monotonic clock, the median of
+ * a sample, the parallel memcpy that pointwise figures are set beside, and the
+ * model functions of the workloads that are not example models. Header-only
+ * because each bench/ source is a program of its own; bench_suite's timing
+ * lives in its harness, bench/suite/. */
 #ifndef TJIT_BENCH_UTIL_H
 #define TJIT_BENCH_UTIL_H
 
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "examples/models/models.h"
 
 static inline double bench_now(void) {
     struct timespec ts;
@@ -51,6 +54,33 @@ static inline double bench_copy_time(int64_t n, int reps, int threads, double *b
     free(src);
     free(dst);
     return m;
+}
+
+/* y = tanh(x*a + b) * sigmoid(x) + 1, the pointwise chain */
+static inline tj_status bench_pointwise_chain(void *ctx, tj_tensor *const *in, int n_in,
+                                              tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    tj_scope_begin();
+    tj_tensor *x = in[0], *a = in[1], *b = in[2];
+    tj_tensor *t = tj_tanh(tj_add(tj_mul(x, a), b, 1.0));
+    out[0] = tj_keep(tj_add_scalar(tj_mul(t, tj_sigmoid(x)), 1.0, 1.0));
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* sum(h') + sum(c') of the LSTM cell (ctx: its parameters), a scalar to
+ * differentiate. The model's outputs belong to the innermost open scope at
+ * the call: this one. */
+static inline tj_status bench_lstm_cell_loss(void *ctx, tj_tensor *const *in, int n_in,
+                                             tj_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    tj_tensor *hc[2];
+    tj_scope_begin();
+    tj_status st = tjx_lstm_cell.forward(ctx, in, 3, hc, 2);
+    tj_tensor *l = st ? NULL : tj_add(tj_sum(hc[0], NULL, 0, false), tj_sum(hc[1], NULL, 0, false), 1.0);
+    out[0] = tj_keep(l);
+    tj_scope_end();
+    return l ? TJ_OK : (st ? st : tj_last_status());
 }
 
 #endif

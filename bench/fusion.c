@@ -14,17 +14,6 @@
 #include "examples/models/models.h"
 #include "bench_util.h"
 
-static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)ctx;
-    (void)n_in;
-    (void)n_out;
-    tj_scope_begin();
-    tj_tensor *x = in[0], *a = in[1], *b = in[2];
-    out[0] = tj_keep(tj_add_scalar(tj_mul(tj_tanh(tj_add(tj_mul(x, a), b, 1.0)), tj_sigmoid(x)), 1.0, 1.0));
-    tj_scope_end();
-    return out[0] ? TJ_OK : tj_last_status();
-}
-
 static tj_program *compile(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n_out,
                            const char *passes) {
     tj_graph *g = tj_trace(fn, ctx, in, n_in, n_out, NULL);
@@ -70,11 +59,11 @@ int main(void) {
         int reps = n > 2000000 ? 15 : 40;
         tj_tensor *in[3] = {tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen),
                             tj_randn(&n, 1, TJ_F32, gen)};
-        tj_program *plain = compile(chain, NULL, in, 3, 1, "dce,cse");
-        tj_program *fused = compile(chain, NULL, in, 3, 1, NULL);
+        tj_program *plain = compile(bench_pointwise_chain, NULL, in, 3, 1, "dce,cse");
+        tj_program *fused = compile(bench_pointwise_chain, NULL, in, 3, 1, NULL);
         double tc = bench_copy_time(n, reps, tj_get_num_threads(), NULL);
-        double tu = time_runs(plain, chain, NULL, in, 3, 1, reps);
-        double tf = time_runs(fused, chain, NULL, in, 3, 1, reps);
+        double tu = time_runs(plain, bench_pointwise_chain, NULL, in, 3, 1, reps);
+        double tf = time_runs(fused, bench_pointwise_chain, NULL, in, 3, 1, reps);
         double gb = 16.0 * (double)n / 1e9;
         printf("| %.0e elements | %.1f | %.2f | %.1f | %.2f | %.1f | %.0f%% | %.2fx |\n", (double)n,
                8.0 * (double)n / 1e9 / tc, tu * 1e3, gb / tu, tf * 1e3, gb / tf, 100 * (gb / tf) / (8.0 * (double)n / 1e9 / tc),

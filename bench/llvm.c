@@ -29,17 +29,6 @@ static void die(void) {
     exit(1);
 }
 
-static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)ctx;
-    (void)n_in;
-    (void)n_out;
-    tj_scope_begin();
-    tj_tensor *x = in[0], *a = in[1], *b = in[2];
-    out[0] = tj_keep(tj_add_scalar(tj_mul(tj_tanh(tj_add(tj_mul(x, a), b, 1.0)), tj_sigmoid(x)), 1.0, 1.0));
-    tj_scope_end();
-    return out[0] ? TJ_OK : tj_last_status();
-}
-
 /* The cell's pointwise part alone, what its fusion group computes: gates
  * from x and from h [B, 4H] and c [B, H] -> h', c'. */
 static tj_status cell_pointwise(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -54,18 +43,6 @@ static tj_status cell_pointwise(void *ctx, tj_tensor *const *in, int n_in, tj_te
     out[1] = tj_keep(c);
     tj_scope_end();
     return out[1] ? TJ_OK : tj_last_status();
-}
-
-/* the sum of the cell's outputs: a scalar to differentiate */
-static tj_status cell_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)n_in;
-    (void)n_out;
-    tj_tensor *hc[2];
-    tj_scope_begin();
-    tj_status st = tjx_lstm_cell.forward(ctx, in, 3, hc, 2);
-    out[0] = st ? NULL : tj_keep(tj_add(tj_sum(hc[0], NULL, 0, false), tj_sum(hc[1], NULL, 0, false), 1.0));
-    tj_scope_end();
-    return out[0] ? TJ_OK : (st ? st : tj_last_status());
 }
 
 static tj_program *compile(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n_out, int variant,
@@ -113,7 +90,7 @@ static void bench_chain(tj_generator *gen, int threads) {
     int reps = 40;
     tj_tensor *in[3] = {tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen), tj_randn(&n, 1, TJ_F32, gen)};
     tj_program *p[VARIANTS];
-    for (int v = 0; v < VARIANTS; v++) p[v] = compile(chain, NULL, in, 3, 1, v, false);
+    for (int v = 0; v < VARIANTS; v++) p[v] = compile(bench_pointwise_chain, NULL, in, 3, 1, v, false);
     double ms[VARIANTS], best[VARIANTS], copy_best;
     double copy = bench_copy_time(n, reps, threads, &copy_best);
     time_variants(p, in, 1, false, reps, ms, best);
@@ -138,7 +115,7 @@ static void bench_lstm(tj_generator *gen, int64_t batch, int64_t hidden, int thr
     int reps = batch == 1 ? 400 : 40;
     tj_program *p[VARIANTS];
     for (int v = 0; v < VARIANTS; v++)
-        p[v] = what == 1   ? compile(cell_loss, params, in, 3, 1, v, true)
+        p[v] = what == 1   ? compile(bench_lstm_cell_loss, params, in, 3, 1, v, true)
                : what == 0 ? compile(tjx_lstm_cell.forward, params, in, 3, 2, v, false)
                            : compile(cell_pointwise, NULL, pw, 3, 2, v, false);
     double ms[VARIANTS], best[VARIANTS];

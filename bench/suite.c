@@ -15,23 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench_util.h"
 #include "bench/suite/harness.h"
 #include "examples/models/models.h"
 
 enum { CHAIN_OPS = 100 };
 
 /* ---- model functions of the workloads that are not example models ------------- */
-
-/* y = tanh(x*a + b) * sigmoid(x) + 1 */
-static tj_status pointwise_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)ctx, (void)n_in, (void)n_out;
-    tj_scope_begin();
-    tj_tensor *x = in[0], *a = in[1], *b = in[2];
-    tj_tensor *t = tj_tanh(tj_add(tj_mul(x, a), b, 1.0));
-    out[0] = tj_keep(tj_add_scalar(tj_mul(t, tj_sigmoid(x)), 1.0, 1.0));
-    tj_scope_end();
-    return out[0] ? TJ_OK : tj_last_status();
-}
 
 /* y = x + b + b + ... (CHAIN_OPS adds on 1-element tensors: per-op overhead) */
 static tj_status add_chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
@@ -48,19 +38,6 @@ static tj_status matmul(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **o
     (void)ctx, (void)n_in, (void)n_out;
     out[0] = tj_mm(in[0], in[1]);
     return out[0] ? TJ_OK : tj_last_status();
-}
-
-/* sum(h') + sum(c') of the LSTM cell: a scalar to differentiate. The model's
- * outputs belong to the innermost open scope at the call: this one. */
-static tj_status lstm_cell_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)n_in, (void)n_out;
-    tj_tensor *hc[2];
-    tj_scope_begin();
-    tj_status st = tjx_lstm_cell.forward(ctx, in, 3, hc, 2);
-    tj_tensor *l = st ? NULL : tj_add(tj_sum(hc[0], NULL, 0, false), tj_sum(hc[1], NULL, 0, false), 1.0);
-    out[0] = tj_keep(l);
-    tj_scope_end();
-    return l ? TJ_OK : (st ? st : tj_last_status());
 }
 
 /* nll_loss(mlp(x), target), mean over the batch */
@@ -121,7 +98,7 @@ static void lstm_workload(bs_config *cfg, const char *id, tj_generator *gen, int
              (long long)b, (long long)h);
     void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){b, h, h, 1, 1});
     bs_workload w = {.id = id, .label = label, .kind = bwd ? "lstm_cell_loss" : "lstm_cell",
-                     .fn = bwd ? lstm_cell_loss : tjx_lstm_cell.forward, .ctx = cell, .n_in = 3,
+                     .fn = bwd ? bench_lstm_cell_loss : tjx_lstm_cell.forward, .ctx = cell, .n_in = 3,
                      .n_out = bwd ? 1 : 2, .backward = bwd};
     if (!cell || tjx_lstm_cell.make_inputs(cell, gen, w.in)) {
         fprintf(stderr, "bench_suite: %s: %s\n", id, tj_last_error());
@@ -142,7 +119,7 @@ static void pointwise_workload(bs_config *cfg, const char *id, tj_generator *gen
     if (!c.src || !c.dst) exit(1);
     memset(c.src, 1, (size_t)n * 4); /* touch every page before timing */
     memset(c.dst, 0, (size_t)n * 4);
-    bs_workload w = {.id = id, .label = label, .kind = "pointwise", .fn = pointwise_chain, .n_in = 3,
+    bs_workload w = {.id = id, .label = label, .kind = "pointwise", .fn = bench_pointwise_chain, .n_in = 3,
                      .n_out = 1, .bytes = 16.0 * (double)n, /* x, a, b read; y written */
                      .extra = {"copy", run_copy, &c}};
     for (int k = 0; k < 3; k++) w.in[k] = tj_randn(&n, 1, TJ_F32, gen);

@@ -42,7 +42,7 @@ class LSTMCell(Params):
 
 
 class LSTMCellLoss(LSTMCell):
-    """bench/suite.c's lstm_cell_loss: sum(h') + sum(c')."""
+    """bench/bench_util.h's bench_lstm_cell_loss: sum(h') + sum(c')."""
 
     def forward(self, x, h, c):
         h2, c2 = super().forward(x, h, c)

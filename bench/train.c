@@ -21,18 +21,6 @@ static tj_status mlp_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor *
     return out[0] ? TJ_OK : (st ? st : tj_last_status());
 }
 
-/* the sum of the cell's outputs: a scalar to differentiate */
-static tj_status cell_loss(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
-    (void)n_in;
-    (void)n_out;
-    tj_tensor *hc[2];
-    tj_scope_begin();
-    tj_status st = tjx_lstm_cell.forward(ctx, in, 3, hc, 2);
-    out[0] = st ? NULL : tj_keep(tj_add(tj_sum(hc[0], NULL, 0, false), tj_sum(hc[1], NULL, 0, false), 1.0));
-    tj_scope_end();
-    return out[0] ? TJ_OK : (st ? st : tj_last_status());
-}
-
 static double step_ms(tj_model_fn fn, void *ctx, const tjx_model *m, tj_tensor **in, int n_in,
                       const char *passes, int reps, bool sgd) {
     tj_graph *g = tj_trace(fn, ctx, in, n_in, 1, NULL);
@@ -91,8 +79,8 @@ int main(void) {
 
     void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){64, 512, 512, 1, 1});
     tjx_lstm_cell.make_inputs(cell, gen, in);
-    u = step_ms(cell_loss, cell, &tjx_lstm_cell, in, 3, "dce,cse", 20, false);
-    f = step_ms(cell_loss, cell, &tjx_lstm_cell, in, 3, NULL, 20, false);
+    u = step_ms(bench_lstm_cell_loss, cell, &tjx_lstm_cell, in, 3, "dce,cse", 20, false);
+    f = step_ms(bench_lstm_cell_loss, cell, &tjx_lstm_cell, in, 3, NULL, 20, false);
     printf("| LSTM cell forward+backward (B=64, H=512) | %.3f | %.3f | %.2fx |\n", u, f, u / f);
     for (int i = 0; i < 3; i++) tj_release(in[i]);
     tjx_lstm_cell.destroy(cell);
