@@ -92,6 +92,12 @@ typedef struct tjc_meta {
     int64_t offset;               /* VIEW only: storage offset in elements */
 } tjc_meta;
 
+/* m describes a fresh contiguous output of dtype and sizes (ndim of them). */
+void tjc_meta_new(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim);
+
+/* m describes a fresh contiguous output of dtype and sizes (ndim of them). */
+void tjc_meta_new(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim);
+
 typedef struct tjc_call {
     const tj_op_info *op;
     tj_tensor *const *in;

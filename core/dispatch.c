@@ -225,6 +225,13 @@ static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_
 
 /* ---- the dispatcher ---------------------------------------------------------- */
 
+void tjc_meta_new(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
+    m->kind = TJC_OUT_NEW;
+    m->dtype = dtype;
+    m->ndim = ndim;
+    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+}
+
 static void release_outputs(tj_tensor **out, int n) {
     for (int i = 0; i < n; i++) {
         tj_release(out[i]);

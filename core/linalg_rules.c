@@ -6,13 +6,6 @@
 
 #define SZ(buf, t) tjc_fmt_sizes(buf, sizeof buf, (t)->sizes, (t)->ndim)
 
-static void new_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-}
-
 /* Every tensor in ts (NULLs skipped) has the dtype of the first, and that
  * dtype is one the op takes. */
 static tj_status check_dtypes(const tjc_call *c, const tj_tensor *const *ts, const int *pos, int n,
@@ -160,7 +153,7 @@ tj_status tjc_infer_mm(const tjc_call *c, int *n_out) {
     tj_status st = tjc_mm_geometry(c, &g);
     if (st) return st;
     *n_out = 1;
-    new_meta(&c->meta[0], g.dtype, g.out_sizes, g.out_ndim);
+    tjc_meta_new(&c->meta[0], g.dtype, g.out_sizes, g.out_ndim);
     return TJ_OK;
 }
 
@@ -397,6 +390,6 @@ tj_status tjc_infer_conv(const tjc_call *c, int *n_out) {
     tj_status st = tjc_conv_geometry(c, &g, sizes, &nd);
     if (st) return st;
     *n_out = 1;
-    new_meta(&c->meta[0], c->in[0]->dtype, sizes, nd);
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, sizes, nd);
     return TJ_OK;
 }

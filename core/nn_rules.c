@@ -54,14 +54,6 @@ tj_status tjc_nn_same_sizes(const tjc_call *c, int i, int j) {
                      tjc_fmt_sizes(bb, sizeof bb, b->sizes, b->ndim));
 }
 
-void tjc_nn_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    memset(m, 0, sizeof *m);
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-}
-
 int tjc_nn_reduction(const tjc_call *c, int k) {
     const tj_schema *s = &c->op->schema;
     return tjc_choice_index(&s->args[s->attr_pos[k]], c->attr[k].s);
@@ -110,8 +102,8 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
                              "have overlapping elements", c->op->name, TJC_NN_ARG(c, i));
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    for (int k = 1; k < *n_out; k++) tjc_nn_meta(&c->meta[k], x->dtype, &C, 1);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, &C, 1);
     return TJ_OK;
 }
 
@@ -143,9 +135,9 @@ tj_status tjc_infer_native_batch_norm_backward(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_ARG, "%s: running_mean and running_var are required when train "
                          "is false", c->op->name);
     *n_out = 3;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    tjc_nn_meta(&c->meta[1], x->dtype, &C, 1);
-    tjc_nn_meta(&c->meta[2], x->dtype, &C, 1);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[1], x->dtype, &C, 1);
+    tjc_meta_new(&c->meta[2], x->dtype, &C, 1);
     return TJ_OK;
 }
 
@@ -192,8 +184,8 @@ tj_status tjc_infer_native_layer_norm(const tjc_call *c, int *n_out) {
     if (st) return st;
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    for (int k = 1; k < *n_out; k++) tjc_nn_meta(&c->meta[k], x->dtype, stat, x->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, stat, x->ndim);
     return TJ_OK;
 }
 
@@ -218,9 +210,9 @@ tj_status tjc_infer_native_layer_norm_backward(const tjc_call *c, int *n_out) {
     if (!st) st = check_affine(c, 4, 5, ns);
     if (st) return st;
     *n_out = 3;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    tjc_nn_meta(&c->meta[1], x->dtype, ns->ints.data, ns->ints.n);
-    tjc_nn_meta(&c->meta[2], x->dtype, ns->ints.data, ns->ints.n);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[1], x->dtype, ns->ints.data, ns->ints.n);
+    tjc_meta_new(&c->meta[2], x->dtype, ns->ints.data, ns->ints.n);
     return TJ_OK;
 }
 
@@ -257,8 +249,8 @@ static tj_status group_norm_metas(const tjc_call *c, int *n_out, int64_t N, int6
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
     int64_t stat[2] = {N, G};
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    for (int k = 1; k < *n_out; k++) tjc_nn_meta(&c->meta[k], x->dtype, stat, 2);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, stat, 2);
     return TJ_OK;
 }
 
@@ -296,9 +288,9 @@ tj_status tjc_infer_native_group_norm_backward(const tjc_call *c, int *n_out) {
     if (!st) st = tjc_nn_check_vector(c, 4, C, "one per channel");
     if (st) return st;
     *n_out = 3;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    tjc_nn_meta(&c->meta[1], x->dtype, &C, 1);
-    tjc_nn_meta(&c->meta[2], x->dtype, &C, 1);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[1], x->dtype, &C, 1);
+    tjc_meta_new(&c->meta[2], x->dtype, &C, 1);
     return TJ_OK;
 }
 
@@ -312,7 +304,7 @@ tj_status tjc_infer_softmax(const tjc_call *c, int *n_out) {
     if (!st) st = tjc_wrap_dim(c->op->name, c->attr[0].i, x->ndim, &dim);
     if (st) return st;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
     return TJ_OK;
 }
 
@@ -333,7 +325,7 @@ tj_status tjc_infer_softmax_backward_data(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_DTYPE, "%s: input_dtype must be f32 or f64, got %s", c->op->name,
                          tj_dtype_name(c->attr[1].dtype));
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], c->attr[1].dtype, y->sizes, y->ndim);
+    tjc_meta_new(&c->meta[0], c->attr[1].dtype, y->sizes, y->ndim);
     return TJ_OK;
 }
 
@@ -349,8 +341,8 @@ tj_status tjc_infer_native_dropout(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_ARG, "%s: dropout probability p must be in [0, 1], got %g",
                          c->op->name, p);
     *n_out = outputs_of(c);
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    if (*n_out > 1) tjc_nn_meta(&c->meta[1], TJ_BOOL, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    if (*n_out > 1) tjc_meta_new(&c->meta[1], TJ_BOOL, x->sizes, x->ndim);
     return TJ_OK;
 }
 
@@ -364,6 +356,6 @@ tj_status tjc_infer_native_dropout_backward(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_DTYPE, "%s: argument 'mask' must be bool, got %s", c->op->name,
                          tj_dtype_name(c->in[1]->dtype));
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], g->dtype, g->sizes, g->ndim);
+    tjc_meta_new(&c->meta[0], g->dtype, g->sizes, g->ndim);
     return TJ_OK;
 }

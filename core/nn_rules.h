@@ -20,8 +20,6 @@ tj_status tjc_nn_check_vector(const tjc_call *c, int i, int64_t n, const char *w
 tj_status tjc_nn_same_sizes(const tjc_call *c, int i, int j);
 /* Input i must have sizes equal to sizes/ndim. */
 tj_status tjc_nn_check_sizes(const tjc_call *c, int i, const int64_t *sizes, int ndim);
-/* A fresh contiguous output. */
-void tjc_nn_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim);
 /* The choice index of str(none|mean|sum) attribute k: 0 none, 1 mean, 2 sum. */
 int tjc_nn_reduction(const tjc_call *c, int k);
 

@@ -4,11 +4,11 @@
  * refuse the same calls with messages naming the backward op. */
 #include "nn_rules.h"
 
-static void scalar_meta(tjc_meta *m, tj_dtype dtype) { tjc_nn_meta(m, dtype, NULL, 0); }
+static void scalar_meta(tjc_meta *m, tj_dtype dtype) { tjc_meta_new(m, dtype, NULL, 0); }
 
 /* Output sizes of a loss: the elementwise sizes for reduction none, else 0-dim. */
 static void loss_meta(const tjc_call *c, int red, tj_dtype dtype, const tj_tensor *shape_of) {
-    if (red == TJC_RED_NONE) tjc_nn_meta(&c->meta[0], dtype, shape_of->sizes, shape_of->ndim);
+    if (red == TJC_RED_NONE) tjc_meta_new(&c->meta[0], dtype, shape_of->sizes, shape_of->ndim);
     else scalar_meta(&c->meta[0], dtype);
 }
 
@@ -68,7 +68,7 @@ tj_status tjc_infer_mse_loss_backward(const tjc_call *c, int *n_out) {
     if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), c->in[1]);
     if (st) return st;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], pair_dtype(c->in[1], c->in[2]), c->in[1]->sizes, c->in[1]->ndim);
+    tjc_meta_new(&c->meta[0], pair_dtype(c->in[1], c->in[2]), c->in[1]->sizes, c->in[1]->ndim);
     return TJ_OK;
 }
 
@@ -116,7 +116,7 @@ tj_status tjc_infer_nll_loss_backward(const tjc_call *c, int *n_out) {
     if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), c->in[2]);
     if (st) return st;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], c->in[1]->dtype, c->in[1]->sizes, c->in[1]->ndim);
+    tjc_meta_new(&c->meta[0], c->in[1]->dtype, c->in[1]->sizes, c->in[1]->ndim);
     return TJ_OK;
 }
 
@@ -157,7 +157,7 @@ tj_status tjc_infer_bce_with_logits_backward(const tjc_call *c, int *n_out) {
     if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), c->in[1]);
     if (st) return st;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], c->in[1]->dtype, c->in[1]->sizes, c->in[1]->ndim);
+    tjc_meta_new(&c->meta[0], c->in[1]->dtype, c->in[1]->sizes, c->in[1]->ndim);
     return TJ_OK;
 }
 
@@ -184,7 +184,7 @@ tj_status tjc_infer_embedding(const tjc_call *c, int *n_out) {
     for (int d = 0; d < idx->ndim; d++) sizes[d] = idx->sizes[d];
     sizes[idx->ndim] = w->sizes[1];
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], w->dtype, sizes, idx->ndim + 1);
+    tjc_meta_new(&c->meta[0], w->dtype, sizes, idx->ndim + 1);
     return TJ_OK;
 }
 
@@ -209,7 +209,7 @@ tj_status tjc_infer_embedding_dense_backward(const tjc_call *c, int *n_out) {
                          (long long)nw);
     int64_t sizes[2] = {nw, g->sizes[g->ndim - 1]};
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], g->dtype, sizes, 2);
+    tjc_meta_new(&c->meta[0], g->dtype, sizes, 2);
     return TJ_OK;
 }
 
@@ -234,7 +234,7 @@ tj_status tjc_infer_index_select(const tjc_call *c, int *n_out) {
     for (int d = 0; d < x->ndim; d++) sizes[d] = x->sizes[d];
     sizes[dim] = tjc_numel(idx->sizes, idx->ndim);
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], x->dtype, sizes, x->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, sizes, x->ndim);
     return TJ_OK;
 }
 
@@ -271,7 +271,7 @@ tj_status tjc_infer_gather(const tjc_call *c, int *n_out) {
     if (!st) st = check_index_fits(c, 1, -1, dim);
     if (st) return st;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], x->dtype, idx->sizes, idx->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, idx->sizes, idx->ndim);
     return TJ_OK;
 }
 
@@ -290,7 +290,7 @@ tj_status tjc_infer_scatter_add(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_DTYPE, "%s: bool tensors are not supported; use f32, f64 or i64",
                          c->op->name);
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], x->dtype, x->sizes, x->ndim);
+    tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
     return TJ_OK;
 }
 
@@ -337,6 +337,6 @@ tj_status tjc_infer_one_hot(const tjc_call *c, int *n_out) {
     for (int d = 0; d < x->ndim; d++) sizes[d] = x->sizes[d];
     sizes[x->ndim] = classes;
     *n_out = 1;
-    tjc_nn_meta(&c->meta[0], TJ_I64, sizes, x->ndim + 1);
+    tjc_meta_new(&c->meta[0], TJ_I64, sizes, x->ndim + 1);
     return TJ_OK;
 }

@@ -78,13 +78,6 @@ tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_
     return TJ_OK;
 }
 
-static void contiguous_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-}
-
 /* In-place results must keep self's shape and fit its dtype. */
 static tj_status check_inplace(const tj_op_info *op, const tj_tensor *self, const int64_t *sizes,
                                int ndim, tj_dtype result) {
@@ -140,19 +133,19 @@ tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out) {
         c->meta[0].kind = TJC_OUT_SELF;
         return TJ_OK;
     }
-    contiguous_meta(&c->meta[0], result, sizes, ndim);
+    tjc_meta_new(&c->meta[0], result, sizes, ndim);
     return TJ_OK;
 }
 
 tj_status tjc_infer_clone(const tjc_call *c, int *n_out) {
     *n_out = 1;
-    contiguous_meta(&c->meta[0], c->in[0]->dtype, c->in[0]->sizes, c->in[0]->ndim);
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, c->in[0]->sizes, c->in[0]->ndim);
     return TJ_OK;
 }
 
 tj_status tjc_infer_to_dtype(const tjc_call *c, int *n_out) {
     *n_out = 1;
-    contiguous_meta(&c->meta[0], c->attr[0].dtype, c->in[0]->sizes, c->in[0]->ndim);
+    tjc_meta_new(&c->meta[0], c->attr[0].dtype, c->in[0]->sizes, c->in[0]->ndim);
     return TJ_OK;
 }
 

@@ -112,12 +112,7 @@ typedef enum out_rule {
 } out_rule;
 
 static void new_meta(tjc_meta *m, tj_dtype dtype, const tjc_reduce_info *r) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = r->out_ndim;
-    memcpy(m->sizes, r->out_sizes, sizeof m->sizes);
-    tjc_contiguous_strides(m->sizes, m->ndim, m->strides);
-    m->offset = 0;
+    tjc_meta_new(m, dtype, r->out_sizes, r->out_ndim);
 }
 
 static tj_status need_nonempty(const tjc_call *c, const tjc_reduce_info *r) {

@@ -14,15 +14,6 @@ static tj_dtype promote_all(const tjc_call *c) {
     return d;
 }
 
-static void new_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-    tjc_contiguous_strides(sizes, ndim, m->strides);
-    m->offset = 0;
-}
-
 /* cat accepts 1-D empty tensors beside tensors of any rank and skips them,
  * as PyTorch does for code written before empty tensors had shapes. */
 static bool legacy_empty(const tj_tensor *t) { return t->ndim == 1 && t->sizes[0] == 0; }
@@ -43,7 +34,7 @@ tj_status tjc_infer_cat(const tjc_call *c, int *n_out) {
     tj_dtype dtype = promote_all(c);
     if (ref < 0) { /* only legacy empties: the result is one too */
         int64_t zero = 0;
-        new_meta(&c->meta[0], dtype, &zero, 1);
+        tjc_meta_new(&c->meta[0], dtype, &zero, 1);
         return TJ_OK;
     }
     const tj_tensor *r = c->in[ref];
@@ -72,7 +63,7 @@ tj_status tjc_infer_cat(const tjc_call *c, int *n_out) {
         if (__builtin_add_overflow(sizes[dim], t->sizes[dim], &sizes[dim]))
             return tjc_error(TJ_ERR_SHAPE, "%s: the result's dim %d is too large", op, dim);
     }
-    new_meta(&c->meta[0], dtype, sizes, r->ndim);
+    tjc_meta_new(&c->meta[0], dtype, sizes, r->ndim);
     return TJ_OK;
 }
 
@@ -100,6 +91,6 @@ tj_status tjc_infer_stack(const tjc_call *c, int *n_out) {
     int64_t sizes[TJ_MAX_DIMS];
     for (int d = 0, k = 0; d <= r->ndim; d++) sizes[d] = d == dim ? c->n_in : r->sizes[k++];
     *n_out = 1;
-    new_meta(&c->meta[0], promote_all(c), sizes, r->ndim + 1);
+    tjc_meta_new(&c->meta[0], promote_all(c), sizes, r->ndim + 1);
     return TJ_OK;
 }

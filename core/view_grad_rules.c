@@ -21,15 +21,6 @@ void tjc_slice_range(int64_t n, int64_t start, int64_t end, int64_t step, int64_
     *len = end == start ? 0 : (end - start - 1) / step + 1;
 }
 
-static void new_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-    tjc_contiguous_strides(sizes, ndim, m->strides);
-    m->offset = 0;
-}
-
 /* A list of sizes for a new tensor: at most TJ_MAX_DIMS entries, none
  * negative, a product that fits int64. */
 static tj_status check_sizes(const tjc_call *c, const char *arg, const tj_attr *a, int min_ndim) {
@@ -81,7 +72,7 @@ tj_status tjc_infer_select_backward(const tjc_call *c, int *n_out) {
         if (k != d) view[j++] = sizes->ints.data[k];
     if ((st = check_grad(c, view, n - 1))) return st;
     *n_out = 1;
-    new_meta(&c->meta[0], c->in[0]->dtype, sizes->ints.data, n);
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, sizes->ints.data, n);
     return TJ_OK;
 }
 
@@ -102,7 +93,7 @@ tj_status tjc_infer_slice_backward(const tjc_call *c, int *n_out) {
     view[d] = len;
     if ((st = check_grad(c, view, n))) return st;
     *n_out = 1;
-    new_meta(&c->meta[0], c->in[0]->dtype, sizes->ints.data, n);
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, sizes->ints.data, n);
     return TJ_OK;
 }
 
@@ -111,6 +102,6 @@ tj_status tjc_infer_new_zeros(const tjc_call *c, int *n_out) {
     tj_status st = check_sizes(c, "size", &c->attr[0], 0);
     if (st) return st;
     *n_out = 1;
-    new_meta(&c->meta[0], c->in[0]->dtype, c->attr[0].ints.data, c->attr[0].ints.n);
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, c->attr[0].ints.data, c->attr[0].ints.n);
     return TJ_OK;
 }

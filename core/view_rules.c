@@ -19,15 +19,6 @@ static void view_meta(tjc_meta *m, const tj_tensor *t) {
     m->offset = t->offset;
 }
 
-static void new_meta(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim) {
-    m->kind = TJC_OUT_NEW;
-    m->dtype = dtype;
-    m->ndim = ndim;
-    if (ndim) memcpy(m->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-    tjc_contiguous_strides(sizes, ndim, m->strides);
-    m->offset = 0;
-}
-
 static void drop_dim(tjc_meta *m, int d) {
     for (int k = d; k + 1 < m->ndim; k++) {
         m->sizes[k] = m->sizes[k + 1];
@@ -144,7 +135,7 @@ static tj_status reshape_meta(const tjc_call *c, const int64_t *shape, int n, bo
         return TJ_OK;
     }
     if (copy_ok) {
-        new_meta(m, t->dtype, shape, n);
+        tjc_meta_new(m, t->dtype, shape, n);
         return TJ_OK;
     }
     char bs[TJC_SIZES_BUF], bt[TJC_SIZES_BUF], bn[TJC_SIZES_BUF];
@@ -205,7 +196,7 @@ tj_status tjc_infer_contiguous(const tjc_call *c, int *n_out) {
     const tj_tensor *t = c->in[0];
     *n_out = 1;
     if (tj_is_contiguous(t)) view_meta(&c->meta[0], t);
-    else new_meta(&c->meta[0], t->dtype, t->sizes, t->ndim);
+    else tjc_meta_new(&c->meta[0], t->dtype, t->sizes, t->ndim);
     return TJ_OK;
 }
 
