@@ -95,11 +95,9 @@ typedef struct tjc_meta {
 /* m describes a fresh contiguous output of dtype and sizes (ndim of them). */
 void tjc_meta_new(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim);
 
-/* m describes a fresh contiguous output of dtype and sizes (ndim of them). */
-void tjc_meta_new(tjc_meta *m, tj_dtype dtype, const int64_t *sizes, int ndim);
-
 typedef struct tjc_call {
     const tj_op_info *op;
+    tj_device device; /* where the inputs live, and so the outputs and the kernel */
     tj_tensor *const *in;
     int n_in;
     const tj_attr *attr;
@@ -132,8 +130,7 @@ struct tj_op_info {
     const char *name;
     const char *schema_text;
     tj_op_kind kind;
-    tjc_infer_fn infer;
-    tjc_kernel_fn cpu;
+    tjc_infer_fn infer; /* kernels are per device: tjc_device_backend.kernels */
     /* pointwise ops */
     tjc_pw_rule pw_rule;
     int pw_arity;             /* tensor inputs of the scalar expression */
@@ -192,6 +189,51 @@ int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, cons
 /* Op nesting depth on this thread: 0 while user code runs. */
 int tjc_op_depth(void);
 const tj_record_hook *tjc_record_hook(void);
+
+/* ---- devices ---------------------------------------------------------------
+ * Each device type has one backend: its memory functions and one kernel per op
+ * id. Backends register at start-up (tjc_register_builtin_backends, defined
+ * outside core/ by the library's backend registry, runs once before the first
+ * lookup); the dispatcher picks the kernel by the inputs' device, so core/
+ * knows no backend. Host memory is core's own (storage.c): the CPU backend
+ * leaves alloc, release and copy NULL. */
+typedef struct tjc_device_backend {
+    tj_device_type type;
+    const char *name; /* "cpu", "cuda": also the prefix of device strings */
+    int (*device_count)(void);
+    /* nbytes of device memory, or NULL with an error set */
+    void *(*alloc)(int index, size_t nbytes);
+    void (*release)(int index, void *data);
+    /* nbytes between host memory and this device, or within it; dst is ready
+     * to be read (by the host or by later work on the device) on return */
+    tj_status (*copy)(void *dst, tj_device dst_dev, const void *src, tj_device src_dev,
+                      size_t nbytes);
+    /* waits for the work queued on device index and reports its errors */
+    tj_status (*synchronize)(int index);
+    /* NULL: the op has no kernel on this device (the call is an error) */
+    tjc_kernel_fn kernels[TJ_OP__COUNT];
+} tjc_device_backend;
+
+/* Registers b (copied) for b->type; in-place forms without a kernel of their
+ * own get their base op's. */
+void tjc_register_device_backend(const tjc_device_backend *b);
+/* The backend of a device type, or NULL when none is built in. */
+const tjc_device_backend *tjc_device_backend_of(tj_device_type type);
+/* Implemented by the library's backend registry (backends/registry.c). */
+void tjc_register_builtin_backends(void);
+/* "cpu", "cuda:0" into buf. */
+const char *tjc_fmt_device(char *buf, size_t n, tj_device d);
+#define TJC_DEVICE_BUF 24
+static inline bool tjc_same_device(tj_device a, tj_device b) {
+    return a.type == b.type && (a.type == TJ_CPU || a.index == b.index);
+}
+/* A contiguous tensor on a device (tjc_alloc is the host's). */
+tj_tensor *tjc_alloc_on(tj_device device, const int64_t *sizes, int ndim, tj_dtype dtype);
+/* tj_to_device without scope tracking (a new reference). */
+tj_tensor *tjc_to_device(tj_tensor *t, tj_device device);
+/* Copies nbytes between any two devices (the backend of the non-host side). */
+tj_status tjc_copy_bytes(void *dst, tj_device dst_dev, const void *src, tj_device src_dev,
+                         size_t nbytes);
 
 /* Shared shape rules. */
 tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out);

@@ -8,10 +8,9 @@
 
 #include "core.h"
 
-/* Declarations of every shape rule and kernel that rows name. */
-#define TJ_OP(id, name, schema, kind, infer, cpu)                                      \
-    tj_status infer(const tjc_call *, int *);                                          \
-    tj_status cpu(const tjc_call *);
+/* Declarations of every shape rule that rows name (their CPU kernels are the
+ * CPU backend's: backends/cpu/register.c). */
+#define TJ_OP(id, name, schema, kind, infer, cpu) tj_status infer(const tjc_call *, int *);
 #include "ops.def"
 
 #define ROW_COMMON(id_, name_) .id = TJ_OP_##id_, .name = name_, .scalar_base = -1, \
@@ -19,16 +18,15 @@
 static tj_op_info table[TJ_OP__COUNT] = {
 #define TJ_OP(id_, name_, schema_, kind_, infer_, cpu_)                              \
     [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_, .kind = kind_, \
-                     .infer = infer_, .cpu = cpu_},
+                     .infer = infer_},
 #define TJ_POINTWISE(id_, name_, schema_, rule_, arity_, expr_)                              \
     [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_,                        \
                      .kind = TJ_KIND_POINTWISE, .infer = tjc_infer_pointwise,                \
-                     .cpu = tjcpu_pointwise, .pw_rule = rule_, .pw_arity = arity_,           \
-                     .pw_expr = #expr_},
+                     .pw_rule = rule_, .pw_arity = arity_, .pw_expr = #expr_},
 #define TJ_POINTWISE_SCALAR(id_, name_, schema_, base_)                                     \
     [TJ_OP_##id_] = {ROW_COMMON(id_, name_), .schema_text = schema_,                        \
                      .kind = TJ_KIND_POINTWISE, .infer = tjc_infer_pointwise,                \
-                     .cpu = tjcpu_pointwise, .pw_arity = 1},
+                     .pw_arity = 1},
 #define TJ_INPLACE(id_, name_, base_) [TJ_OP_##id_] = {ROW_COMMON(id_, name_)},
 #include "ops.def"
 };
@@ -66,7 +64,6 @@ static void init_table(void) {
         op->inplace_of = base->id;
         op->kind = base->kind;
         op->infer = base->infer;
-        op->cpu = base->cpu;
         op->pw_rule = base->pw_rule;
         op->pw_arity = base->pw_arity;
         op->pw_expr = base->pw_expr;
@@ -193,7 +190,10 @@ static tj_status check_attrs(const tj_op_info *op, const tj_attr *attrs) {
     return TJ_OK;
 }
 
-static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_in) {
+/* Checks the tensor inputs and finds the device the call runs on: the one
+ * all of them live on (copy_ alone crosses devices: it runs where self is). */
+static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_in,
+                              tj_device *device) {
     const tj_schema *s = &op->schema;
     if (s->has_tensor_list) {
         if (n_in < 0 || (n_in > 0 && !in))
@@ -215,12 +215,31 @@ static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_
             return tjc_last_or(TJ_ERR_ARG, "%s: argument '%s' is NULL", op->name,
                                tjc_input_name(op, i));
         }
-        if (in[i]->storage->device.type != TJ_CPU)
-            return tjc_error(TJ_ERR_DEVICE, "%s: argument '%s' is on a device with no kernel "
-                             "for this op", op->name, tjc_input_name(op, i));
-        if (first < 0) first = i;
+        if (first < 0) {
+            first = i;
+            *device = in[i]->storage->device;
+        } else if (!tjc_same_device(in[i]->storage->device, *device) && op->id != TJ_OP_copy_) {
+            char a[TJC_DEVICE_BUF], b[TJC_DEVICE_BUF];
+            return tjc_error(TJ_ERR_DEVICE, "%s: expected all tensors on one device, got %s and "
+                             "%s", op->name, tjc_fmt_device(a, sizeof a, *device),
+                             tjc_fmt_device(b, sizeof b, in[i]->storage->device));
+        }
     }
+    if (first < 0) *device = (tj_device){TJ_CPU, 0};
     return TJ_OK;
+}
+
+/* The kernel of op on device, or NULL with an error. */
+static tjc_kernel_fn kernel_for(const tj_op_info *op, tj_device device) {
+    const tjc_device_backend *b = tjc_device_backend_of(device.type);
+    tjc_kernel_fn k = b ? b->kernels[op->id] : NULL;
+    if (!k) {
+        char d[TJC_DEVICE_BUF];
+        tjc_error(b ? TJ_ERR_UNSUPPORTED : TJ_ERR_DEVICE, "%s: no kernel for %s%s", op->name,
+                  tjc_fmt_device(d, sizeof d, device),
+                  b ? "" : " (its backend is not built into this library)");
+    }
+    return k;
 }
 
 /* ---- the dispatcher ---------------------------------------------------------- */
@@ -243,7 +262,7 @@ static tj_status make_outputs(const tjc_call *c, tj_tensor **out, int n_out) {
     for (int i = 0; i < n_out; i++) {
         const tjc_meta *m = &c->meta[i];
         switch (m->kind) {
-        case TJC_OUT_NEW: out[i] = tjc_alloc(m->sizes, m->ndim, m->dtype); break;
+        case TJC_OUT_NEW: out[i] = tjc_alloc_on(c->device, m->sizes, m->ndim, m->dtype); break;
         case TJC_OUT_VIEW:
             out[i] = tjc_make_view(c->in[0], m->sizes, m->strides, m->ndim, m->offset);
             break;
@@ -257,17 +276,29 @@ static tj_status make_outputs(const tjc_call *c, tj_tensor **out, int n_out) {
     return TJ_OK;
 }
 
-static int invoke(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
-                  tj_tensor **out, int out_cap) {
+static int invoke(const tj_op_info *op, tj_device device, tj_tensor *const *in, int n_in,
+                  const tj_attr *attrs, tj_tensor **out, int out_cap) {
+    tjc_kernel_fn kernel = kernel_for(op, device);
+    if (!kernel) return -1;
+    tj_tensor *moved = NULL, *copy_in[2];
+    if (op->id == TJ_OP_copy_ && n_in == 2 && !tjc_same_device(in[1]->storage->device, device)) {
+        if (!(moved = tjc_to_device(in[1], device))) return -1; /* src comes to self */
+        copy_in[0] = in[0];
+        copy_in[1] = moved;
+        in = copy_in;
+    }
     enum { STACK_METAS = 8 };
     tjc_meta stack_metas[STACK_METAS];
-    tjc_call c = {.op = op, .in = in, .n_in = n_in, .attr = attrs,
+    tjc_call c = {.op = op, .device = device, .in = in, .n_in = n_in, .attr = attrs,
                   .n_attr = op->schema.n_attrs, .meta = stack_metas, .meta_cap = STACK_METAS};
     int n_out = 0;
     tj_status st = op->infer(&c, &n_out);
     if (st == TJ_OK && n_out > c.meta_cap) { /* chunk, split, unbind into many pieces */
         c.meta = malloc(sizeof(tjc_meta) * (size_t)n_out);
-        if (!c.meta) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name), -1;
+        if (!c.meta) {
+            tj_release(moved);
+            return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name), -1;
+        }
         c.meta_cap = n_out;
         st = op->infer(&c, &n_out);
     }
@@ -278,18 +309,20 @@ static int invoke(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj
     if (st == TJ_OK) {
         c.out = out;
         c.n_out = n_out;
-        st = op->cpu(&c);
+        st = kernel(&c);
         if (st != TJ_OK) release_outputs(out, n_out);
     }
     if (c.meta != stack_metas) free(c.meta);
+    tj_release(moved);
     return st == TJ_OK ? n_out : -1;
 }
 
 int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                       tj_tensor **out, int out_cap) {
-    if (check_inputs(op, in, n_in) || check_attrs(op, attrs)) return -1;
+    tj_device device;
+    if (check_inputs(op, in, n_in, &device) || check_attrs(op, attrs)) return -1;
     op_depth++;
-    int n = invoke(op, in, n_in, attrs, out, out_cap);
+    int n = invoke(op, device, in, n_in, attrs, out, out_cap);
     op_depth--;
     return n;
 }
@@ -304,12 +337,13 @@ int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, i
     if (n_attrs > 0 && !attrs)
         return tjc_error(TJ_ERR_ARG, "%s: attributes are NULL", op->name), -1;
     if (out_cap > 0 && !out) return tjc_error(TJ_ERR_ARG, "%s: output array is NULL", op->name), -1;
-    if (check_inputs(op, in, n_in) || check_attrs(op, attrs)) return -1;
+    tj_device device;
+    if (check_inputs(op, in, n_in, &device) || check_attrs(op, attrs)) return -1;
 
     const tj_record_hook *hook = op_depth == 0 ? record_hook : NULL;
     void *token = hook && hook->before ? hook->before(hook->ctx, op, in, n_in, attrs, n_attrs) : NULL;
     op_depth++;
-    int n = invoke(op, in, n_in, attrs, out, out_cap);
+    int n = invoke(op, device, in, n_in, attrs, out, out_cap);
     op_depth--;
     if (hook && hook->after) hook->after(hook->ctx, token, n > 0 ? out : NULL, n > 0 ? n : 0);
     if (op_depth == 0)

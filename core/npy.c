@@ -181,7 +181,9 @@ tj_status tj_save_npy(const char *path, const tj_tensor *t) {
     hdr[k++] = '\n';
     tj_tensor *c = NULL;
     tj_tensor *src = (tj_tensor *)t;
-    if (!tj_is_contiguous(t)) {
+    if (t->storage->device.type != TJ_CPU) { /* saved from a contiguous host copy */
+        if (!(c = src = tjc_to_device(src, (tj_device){TJ_CPU, 0}))) return tj_last_status();
+    } else if (!tj_is_contiguous(t)) {
         tj_tensor *out[1];
         if (tjc_invoke_nested(tjc_op(TJ_OP_clone), &src, 1, NULL, out, 1) != 1) return tj_last_status();
         c = src = out[0];

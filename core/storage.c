@@ -135,8 +135,30 @@ tjc_storage *tjc_storage_new(size_t nbytes) {
     return s;
 }
 
+tjc_storage *tjc_storage_new_on(tj_device device, size_t nbytes) {
+    if (device.type == TJ_CPU) return tjc_storage_new(nbytes);
+    const tjc_device_backend *b = tjc_device_backend_of(device.type);
+    if (!b || !b->alloc) return NULL;
+    tjc_storage *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->data = b->alloc(device.index, nbytes);
+    if (!s->data) {
+        free(s);
+        return NULL;
+    }
+    atomic_init(&s->refcount, 1);
+    s->nbytes = nbytes;
+    s->device = device;
+    return s;
+}
+
 void tjc_storage_release(tjc_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (s->device.type != TJ_CPU) {
+        tjc_device_backend_of(s->device.type)->release(s->device.index, s->data);
+        free(s);
+        return;
+    }
     /* a block reused from the cache may be larger than this: keeping the
      * smaller figure only makes later matches stricter */
     size_t cap = capacity_for(s->nbytes);

@@ -53,17 +53,31 @@ static tj_status check_dtype(const char *fn, tj_dtype dtype) {
     return TJ_OK;
 }
 
-/* A contiguous tensor; fn names the caller in messages. */
-static tj_tensor *alloc_as(const char *fn, const int64_t *sizes, int ndim, tj_dtype dtype) {
+/* A contiguous tensor on device; fn names the caller in messages. */
+static tj_tensor *alloc_on(const char *fn, tj_device device, const int64_t *sizes, int ndim,
+                           tj_dtype dtype) {
     if (check_sizes(fn, sizes, ndim) || check_dtype(fn, dtype)) return NULL;
+    if (device.type != TJ_CPU) {
+        char dev[TJC_DEVICE_BUF];
+        const tjc_device_backend *b = tjc_device_backend_of(device.type);
+        if (!b || !b->alloc)
+            return tjc_error(TJ_ERR_DEVICE, "%s: no backend for device %s is built into this "
+                             "library", fn, tjc_fmt_device(dev, sizeof dev, device)), NULL;
+        if (device.index < 0 || device.index >= b->device_count())
+            return tjc_error(TJ_ERR_DEVICE, "%s: device %s does not exist (%d %s device%s)", fn,
+                             tjc_fmt_device(dev, sizeof dev, device), b->device_count(), b->name,
+                             b->device_count() == 1 ? "" : "s"), NULL;
+    }
     tj_tensor *t = calloc(1, sizeof *t);
     int64_t n = t ? tjc_contiguous_strides(sizes, ndim, t->strides) : 0;
-    if (t) t->storage = tjc_storage_new((size_t)n * tj_dtype_size(dtype));
+    if (t) t->storage = tjc_storage_new_on(device, (size_t)n * tj_dtype_size(dtype));
     if (!t || !t->storage) {
         free(t);
-        char buf[TJC_SIZES_BUF];
-        tjc_error(TJ_ERR_MEMORY, "%s: out of memory allocating a %s tensor of sizes %s", fn,
-                  tj_dtype_name(dtype), tjc_fmt_sizes(buf, sizeof buf, sizes, ndim));
+        char buf[TJC_SIZES_BUF], dev[TJC_DEVICE_BUF];
+        if (device.type == TJ_CPU || !tj_last_status())
+            tjc_error(TJ_ERR_MEMORY, "%s: out of memory allocating a %s tensor of sizes %s on %s",
+                      fn, tj_dtype_name(dtype), tjc_fmt_sizes(buf, sizeof buf, sizes, ndim),
+                      tjc_fmt_device(dev, sizeof dev, device));
         return NULL;
     }
     atomic_init(&t->refcount, 1);
@@ -73,8 +87,16 @@ static tj_tensor *alloc_as(const char *fn, const int64_t *sizes, int ndim, tj_dt
     return t;
 }
 
+static tj_tensor *alloc_as(const char *fn, const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return alloc_on(fn, (tj_device){TJ_CPU, 0}, sizes, ndim, dtype);
+}
+
 tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype) {
     return alloc_as("tjit", sizes, ndim, dtype);
+}
+
+tj_tensor *tjc_alloc_on(tj_device device, const int64_t *sizes, int ndim, tj_dtype dtype) {
+    return alloc_on("tjit", device, sizes, ndim, dtype);
 }
 
 tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
@@ -134,14 +156,51 @@ tj_tensor *tj_empty(const int64_t *sizes, int ndim, tj_dtype dtype) {
     return created(alloc_as("tj_empty", sizes, ndim, dtype));
 }
 
-static tj_tensor *full_as(const char *fn, const int64_t *sizes, int ndim, double value,
-                          tj_dtype dtype) {
+/* A filled host tensor not yet given to a scope. */
+static tj_tensor *filled(const char *fn, const int64_t *sizes, int ndim, double value,
+                         tj_dtype dtype) {
     if (dtype == TJ_I64 && !(value >= -0x1p63 && value < 0x1p63))
         return tjc_error(TJ_ERR_ARG, "%s: value %g does not fit in i64", fn, value), NULL;
     tj_tensor *t = alloc_as(fn, sizes, ndim, dtype);
-    if (!t) return NULL;
-    fill(t, value);
+    if (t) fill(t, value);
+    return t;
+}
+
+static tj_tensor *full_as(const char *fn, const int64_t *sizes, int ndim, double value,
+                          tj_dtype dtype) {
+    return created(filled(fn, sizes, ndim, value, dtype));
+}
+
+tj_tensor *tj_empty_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device) {
+    return created(alloc_on("tj_empty_on", device, sizes, ndim, dtype));
+}
+
+/* A device tensor filled on the host and copied over: creation is rare next
+ * to the work done on it. */
+static tj_tensor *full_on(const char *fn, const int64_t *sizes, int ndim, double value,
+                          tj_dtype dtype, tj_device device) {
+    tj_tensor *host = filled(fn, sizes, ndim, value, dtype);
+    if (!host || device.type == TJ_CPU) return created(host);
+    tj_tensor *t = alloc_on(fn, device, sizes, ndim, dtype);
+    size_t nbytes = (size_t)tjc_numel(sizes, ndim) * tj_dtype_size(dtype);
+    if (t && tjc_copy_bytes(tjc_data_ptr(t), device, tjc_data_ptr(host), host->storage->device,
+                            nbytes) != TJ_OK) {
+        tj_release(t);
+        t = NULL;
+    }
+    tj_release(host);
     return created(t);
+}
+
+tj_tensor *tj_full_on(const int64_t *sizes, int ndim, double value, tj_dtype dtype,
+                      tj_device device) {
+    return full_on("tj_full_on", sizes, ndim, value, dtype, device);
+}
+tj_tensor *tj_zeros_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device) {
+    return full_on("tj_zeros_on", sizes, ndim, 0.0, dtype, device);
+}
+tj_tensor *tj_ones_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device) {
+    return full_on("tj_ones_on", sizes, ndim, 1.0, dtype, device);
 }
 
 tj_tensor *tj_full(const int64_t *sizes, int ndim, double value, tj_dtype dtype) {
@@ -256,6 +315,13 @@ double tj_get(const tj_tensor *t, const int64_t *index) {
     int64_t off = 0;
     for (int d = 0; d < t->ndim; d++) off += index[d] * t->strides[d];
     const char *p = tjc_data_ptr(t) + off * (int64_t)tj_dtype_size(t->dtype);
+    double element[1]; /* a device's element is copied over first */
+    if (t->storage->device.type != TJ_CPU) {
+        if (tjc_copy_bytes(element, (tj_device){TJ_CPU, 0}, p, t->storage->device,
+                           tj_dtype_size(t->dtype)) != TJ_OK)
+            return NAN;
+        p = (const char *)element;
+    }
     switch (t->dtype) {
     case TJ_F32: return *(const float *)p;
     case TJ_F64: return *(const double *)p;

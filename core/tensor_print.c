@@ -236,6 +236,16 @@ char *tj_tensor_to_string(const tj_tensor *t) {
         put(&b, "(null)");
         return b.s;
     }
+    tj_tensor *host = NULL; /* a device tensor is printed from a host copy */
+    if (t->storage->device.type != TJ_CPU) {
+        host = tjc_to_device((tj_tensor *)t, (tj_device){TJ_CPU, 0});
+        if (!host) {
+            free(b.s);
+            return NULL;
+        }
+    }
+    tj_device device = t->storage->device;
+    if (host) t = host;
     int64_t n = tjc_numel(t->sizes, t->ndim);
     put(&b, "tensor(");
     char suffix[TJC_SIZES_BUF + 16];
@@ -265,6 +275,12 @@ char *tj_tensor_to_string(const tj_tensor *t) {
             put_suffix(&b, suffix, &line);
         }
     }
+    if (device.type != TJ_CPU) {
+        char dev[TJC_DEVICE_BUF];
+        snprintf(suffix, sizeof suffix, "device='%s'", tjc_fmt_device(dev, sizeof dev, device));
+        put_suffix(&b, suffix, &line);
+    }
+    tj_release(host);
     put(&b, ")");
     if (b.failed) {
         free(b.s);

@@ -27,10 +27,12 @@ bool tjf_fusible_op(const tj_op_info *op) {
            !op->schema.mutates_inputs && op->schema.n_outputs == 1;
 }
 
-static bool known_cpu_tensor(const tj_value *v) {
+/* A tensor of known dtype and sizes. Any device: a group runs where its
+ * inputs live, compiled by that device's fusion backend, or op by op through
+ * the device's kernels where it has none (fuser/group.c). */
+static bool known_tensor(const tj_value *v) {
     const tj_type *t = tj_value_type(v);
     if (t->kind != TJ_TYPE_TENSOR || t->dtype == TJ_UNKNOWN || t->ndim == TJ_UNKNOWN) return false;
-    if (t->device_type != TJ_UNKNOWN && t->device_type != TJ_CPU) return false;
     for (int d = 0; d < t->ndim; d++)
         if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
     return true;
@@ -40,8 +42,8 @@ static bool fusible_node(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP || !tjf_fusible_op(tj_node_op(n))) return false;
     if (tj_node_num_inputs(n) > 3) return false;
     for (int i = 0; i < tj_node_num_inputs(n); i++)
-        if (!known_cpu_tensor(tj_node_input(n, i))) return false;
-    return known_cpu_tensor(tj_node_output(n, 0));
+        if (!known_tensor(tj_node_input(n, i))) return false;
+    return known_tensor(tj_node_output(n, 0));
 }
 
 static bool is_group(const tj_node *n) { return tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP; }
@@ -54,7 +56,7 @@ static bool even_chunk(const tj_node *n, int64_t *chunks, int *dim) {
     bool is_chunk = !strcmp(name, "aten::chunk"), is_split = !strcmp(name, "aten::split.Tensor");
     if (!is_chunk && !is_split) return false;
     const tj_value *x = tj_node_input(n, 0);
-    if (!known_cpu_tensor(x)) return false;
+    if (!known_tensor(x)) return false;
     const tj_type *t = tj_value_type(x);
     int64_t d = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
     if (t->ndim == 0 || d < -t->ndim || d >= t->ndim) return false;

@@ -9,6 +9,7 @@
 
 typedef struct gnode {
     const tj_op_info *op; /* NULL for prim::ConstantChunk */
+    const tj_attr *attrs; /* the node's, in schema order */
     int64_t chunks, dim;
     int n_in, n_out;
     int *in, *out; /* slots */
@@ -95,6 +96,7 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
             gn->dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
         } else {
             gn->op = tj_node_op(n);
+            gn->attrs = tj_node_attrs(n);
         }
         gn->n_in = tj_node_num_inputs(n);
         gn->n_out = tj_node_num_outputs(n);
@@ -202,7 +204,56 @@ static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
     return k;
 }
 
+/* A group whose inputs live on a device no fusion backend compiles for runs
+ * its subgraph op by op through the dispatcher: the device's own kernels. */
+static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
+    enum { SMALL = 64 };
+    tj_tensor *small[SMALL];
+    tj_tensor **slot = g->n_slots <= SMALL ? small : calloc((size_t)g->n_slots, sizeof *slot);
+    if (!slot) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    for (int i = 0; i < g->n_slots; i++) slot[i] = i < g->n_inputs ? tj_retain(inputs[i]) : NULL;
+    tj_status st = TJ_OK;
+    for (int k = 0; st == TJ_OK && k < g->n_nodes; k++) {
+        const gnode *n = &g->nodes[k];
+        tj_tensor *in[TJF_MAX_ARGS], *out[TJF_MAX_ARGS];
+        for (int i = 0; i < n->n_in; i++) in[i] = slot[n->in[i]];
+        int got;
+        if (n->op) {
+            got = tjc_invoke_nested(n->op, in, n->n_in, n->attrs, out, n->n_out);
+        } else {
+            tj_attr chunk_attrs[2] = {{.i = n->chunks}, {.i = n->dim}};
+            got = tjc_invoke_nested(tjc_op(TJ_OP_chunk), in, 1, chunk_attrs, out, n->n_out);
+        }
+        if (got != n->n_out) {
+            for (int i = 0; i < got; i++) tj_release(out[i]);
+            st = got < 0 ? tj_last_status() : tjc_error(TJ_ERR_INTERNAL, "fusion group: a node "
+                                                        "gave %d outputs, not %d", got, n->n_out);
+            break;
+        }
+        for (int i = 0; i < n->n_out; i++) slot[n->out[i]] = out[i];
+    }
+    for (int i = 0; st == TJ_OK && i < g->n_outputs; i++) {
+        tj_tensor *v = slot[g->output_slot[i]];
+        bool aliases = !tj_is_contiguous(v);
+        for (int k = 0; k < g->n_inputs && !aliases; k++) aliases = tj_shares_storage(v, inputs[k]);
+        /* outputs are fresh and contiguous, as a fused kernel's are */
+        if (!aliases) outputs[i] = tj_retain(v);
+        else if (tjc_invoke_nested(tjc_op(TJ_OP_clone), &v, 1, NULL, &outputs[i], 1) != 1)
+            st = tj_last_status();
+    }
+    for (int i = 0; i < g->n_slots; i++) tj_release(slot[i]);
+    if (slot != small) free(slot);
+    if (st != TJ_OK)
+        for (int i = 0; i < g->n_outputs; i++) {
+            tj_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+    return st;
+}
+
 tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
+    for (int i = 0; i < g->n_inputs; i++)
+        if (inputs[i]->storage->device.type != TJ_CPU) return run_op_by_op(g, inputs, outputs);
     enum { SMALL = 64 };
     shape small[SMALL];
     shape *sh = g->n_slots <= SMALL ? small : malloc(sizeof(shape) * (size_t)g->n_slots);

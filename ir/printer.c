@@ -24,9 +24,13 @@ typedef struct printer {
 /* ---- attributes ------------------------------------------------------------------- */
 
 static void put_tensor_literal(tjir_buf *b, const tj_tensor *t) {
-    if (tj_tensor_device(t).type != TJ_CPU) { /* its data is not readable from here */
-        tjir_buf_put(b, "<tensor on cuda>");
-        return;
+    tj_tensor *host = NULL; /* a device constant prints from a host copy */
+    if (tj_tensor_device(t).type != TJ_CPU) {
+        if (!(host = tjc_to_device((tj_tensor *)t, (tj_device){TJ_CPU, 0}))) {
+            tjir_buf_put(b, "<tensor not readable>");
+            return;
+        }
+        t = host;
     }
     tjir_buf_put(b, "tensor([");
     int64_t idx[TJ_MAX_DIMS] = {0};
@@ -71,6 +75,7 @@ static void put_tensor_literal(tjir_buf *b, const tj_tensor *t) {
     tjir_buf_printf(b, "], dtype=%s, sizes=[", tjir_dtype_ir_name(t->dtype));
     for (int d = 0; d < t->ndim; d++) tjir_buf_printf(b, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
     tjir_buf_put(b, "])");
+    tj_release(host);
 }
 
 void tjir_put_attr(tjir_buf *b, const tj_node *n, int i) {

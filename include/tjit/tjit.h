@@ -49,11 +49,25 @@ const char *tj_dtype_name(tj_dtype d);     /* "f32", "f64", "i64", "bool" */
 size_t tj_dtype_size(tj_dtype d);
 bool tj_dtype_is_float(tj_dtype d);
 
-typedef enum tj_device_type { TJ_CPU, TJ_CUDA } tj_device_type;
+typedef enum tj_device_type { TJ_CPU, TJ_CUDA, TJ_NUM_DEVICE_TYPES } tj_device_type;
 typedef struct tj_device {
     tj_device_type type;
-    int index;
+    int index; /* 0 for the CPU */
 } tj_device;
+#define TJ_DEVICE_CPU ((tj_device){TJ_CPU, 0})
+#define TJ_DEVICE_CUDA(i) ((tj_device){TJ_CUDA, (i)})
+
+/* "cpu", "cuda:0" into buf (returns buf); and back from "cpu", "cuda", "cuda:N". */
+const char *tj_device_to_string(tj_device d, char *buf, size_t n);
+tj_status tj_device_parse(const char *text, tj_device *out);
+/* Devices of a type usable now: 1 for the CPU; 0 for CUDA without the backend,
+ * a driver or a GPU. */
+int tj_device_count(tj_device_type type);
+bool tj_cuda_is_available(void);
+int tj_cuda_device_count(void);
+/* Waits for the work queued on every CUDA device; an error a kernel raised
+ * asynchronously is reported here, naming the kernel. */
+tj_status tj_cuda_synchronize(void);
 
 #define TJ_MAX_DIMS 8
 
@@ -73,6 +87,15 @@ tj_tensor *tj_scalar_tensor(double value, tj_dtype dtype); /* 0-dim */
 tj_tensor *tj_arange(double start, double end, double step, tj_dtype dtype);
 /* Copies numel * dtype_size bytes from data (row-major). */
 tj_tensor *tj_from_array(const void *data, const int64_t *sizes, int ndim, tj_dtype dtype);
+/* The same on a device (tj_empty_on leaves the memory uninitialised). */
+tj_tensor *tj_empty_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device);
+tj_tensor *tj_zeros_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device);
+tj_tensor *tj_ones_on(const int64_t *sizes, int ndim, tj_dtype dtype, tj_device device);
+tj_tensor *tj_full_on(const int64_t *sizes, int ndim, double value, tj_dtype dtype,
+                      tj_device device);
+/* A contiguous copy of t on device (t itself, retained, when it is there
+ * already). Ops take tensors of one device; this is how data moves. */
+tj_tensor *tj_to_device(tj_tensor *t, tj_device device);
 
 int tj_ndim(const tj_tensor *t);
 const int64_t *tj_sizes(const tj_tensor *t);
