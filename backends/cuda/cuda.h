@@ -82,5 +82,14 @@ bool tjcu_has_libraries(tj_device dev);
 
 /* Registers the TJ_CUDA backend with core/ (backends/registry.c calls it). */
 void tjcu_register(void);
+/* Each family fills its rows of the table (kernels is indexed by op id;
+ * in-place forms left NULL get their base op's kernel). */
+void tjcu_register_pointwise(tjc_kernel_fn *kernels); /* core/ops_pointwise.def */
+void tjcu_register_shape(tjc_kernel_fn *kernels);     /* core/ops_view.def */
+void tjcu_register_reduce(tjc_kernel_fn *kernels);    /* core/ops_reduce.def */
+void tjcu_register_norm(tjc_kernel_fn *kernels);      /* softmax and norms of ops_nn.def */
+void tjcu_register_nn(tjc_kernel_fn *kernels);        /* losses, indexing, dropout */
+void tjcu_register_pool(tjc_kernel_fn *kernels);      /* pooling rows of ops_linalg.def */
+void tjcu_register_linalg(tjc_kernel_fn *kernels);    /* matmul and conv rows */
 
 #endif
