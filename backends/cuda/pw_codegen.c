@@ -1,0 +1,223 @@
+/* pw_codegen.c — CUDA C sources of the pointwise kernels (see pointwise.h).
+ *
+ * A row's expression (op->pw_expr, the C text of core/ops_pointwise.def) is
+ * pasted into a struct Op that kernels/tjcu_pointwise.h's loops call, inside
+ * namespace tjm (kernels/tjm_cuda.h), where the expression's names mean the
+ * device vocabulary. One source per op and compute dtype serves the op's
+ * tensor, .Scalar and in-place forms and all four layouts; the inputs are in
+ * the compute dtype (a where's condition: bool), the output in the dtype the
+ * expression yields — the launcher converts anything else around the kernel,
+ * as the CPU's kernel does. Conversions are sources of their own: Op with the
+ * expression `a`, the input in one dtype and the output in another.
+ *
+ * Sources are made on first use and kept for the process in a table indexed
+ * by op id and dtype (published with compare-and-swap: a thread that loses
+ * the race frees its copy). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/pointwise.h"
+
+static const char *storage_type(tj_dtype d) {
+    switch (d) {
+    case TJ_F32: return "float";
+    case TJ_F64: return "double";
+    case TJ_I64: return "long long";
+    default: return "unsigned char"; /* bool: one byte, 0 or 1 */
+    }
+}
+static const char *compute_type(tj_dtype d) {
+    switch (d) {
+    case TJ_F32: return "float";
+    case TJ_F64: return "double";
+    case TJ_I64: return "i64"; /* tjm::i64, whose arithmetic wraps */
+    default: return "bool";
+    }
+}
+static const char *suffix(tj_dtype d) {
+    switch (d) {
+    case TJ_F32: return "f32";
+    case TJ_F64: return "f64";
+    case TJ_I64: return "i64";
+    default: return "b8";
+    }
+}
+
+bool tjcu_pw_takes(const tj_op_info *base, tj_dtype compute) {
+    switch (base->pw_rule) {
+    case TJC_PW_ARITH:
+    case TJC_PW_ARITH_FS: return compute != TJ_BOOL;
+    case TJC_PW_FLOAT: return compute == TJ_F32 || compute == TJ_F64;
+    case TJC_PW_LOGICAL: return compute == TJ_BOOL;
+    case TJC_PW_COMPARE:
+    case TJC_PW_SELECT: return (unsigned)compute < TJ_NUM_DTYPES;
+    }
+    return false;
+}
+
+tj_dtype tjcu_pw_result(const tj_op_info *base, tj_dtype compute) {
+    return base->pw_rule == TJC_PW_COMPARE || base->pw_rule == TJC_PW_LOGICAL ? TJ_BOOL : compute;
+}
+
+/* A growing string; on allocation failure it stays failed and yields NULL. */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    if (t->failed) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap ? t->cap : 2048) * 2;
+        while (cap <= t->len + (size_t)n) cap *= 2;
+        char *s = realloc(t->s, cap);
+        if (!s) {
+            t->failed = true;
+            return;
+        }
+        t->s = s;
+        t->cap = cap;
+    }
+}
+
+/* The source of Op: operands x0 (in dtype x0) and x1, x2 (in compute),
+ * evaluating expr in compute and storing (R)(expr) as dtype out. */
+static char *generate(const char *title, const char *expr, int arity, tj_dtype x0,
+                      tj_dtype compute, tj_dtype result, tj_dtype out) {
+    const char *T = compute_type(compute), *cv = suffix(compute);
+    text t = {0};
+    put(&t, "#include \"tjcu_builtins.h\"\n#include \"tjcu_kernel.h\"\n#include \"tjm_cuda.h\"\n"
+            "#include \"tjcu_pointwise.h\"\n\n");
+    put(&t, "/* %s */\nnamespace tjm {\nstruct Op {\n", title);
+    put(&t, "    typedef %s X0;\n    typedef %s X1;\n    typedef %s X2;\n", storage_type(x0),
+        storage_type(compute), storage_type(compute));
+    put(&t, "    typedef %s Y;\n    typedef %s P;\n    enum { arity = %d };\n", storage_type(out),
+        storage_type(compute), arity);
+    put(&t, "    static __device__ __forceinline__ Y apply(X0 x0, X1 x1, X2 x2, P p0_, P p1_) {\n");
+    put(&t, "        typedef %s T;\n", T);
+    put(&t, "        const T a = cv_%s(x0), b = cv_%s(x1), c = cv_%s(x2);\n", cv, cv, cv);
+    put(&t, "        const T p0 = cv_%s(p0_), p1 = cv_%s(p1_);\n", cv, cv);
+    put(&t, "        (void)a;\n        (void)b;\n        (void)c;\n        (void)p0;\n"
+            "        (void)p1;\n");
+    put(&t, "        return sv_%s((%s)(%s));\n    }\n};\n} /* namespace tjm */\n\n", suffix(out),
+        compute_type(result), expr);
+    static const struct {
+        const char *name, *call;
+    } kernels[] = {
+        {"tjpw_contig", "tjpw_contig_loop<tjm::Op>"},
+        {"tjpw_vec", "tjpw_vec_loop<tjm::Op>"},
+        {"tjpw_strided32", "tjpw_strided_loop<tjm::Op, unsigned, int>"},
+        {"tjpw_strided64", "tjpw_strided_loop<tjm::Op, unsigned long long, long long>"},
+    };
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        put(&t, "extern \"C\" __global__ void %s(TensorArg o, TensorArg x0, TensorArg x1, "
+                "TensorArg x2, long long n, int flags, tjm::Op::P p0, tjm::Op::P p1, "
+                "tjm::Op::P s) {\n    %s(o, x0, x1, x2, n, flags, p0, p1, s);\n}\n"
+                "TJCU_EXPORT(%s)\n",
+            kernels[k].name, kernels[k].call, kernels[k].name);
+    }
+    if (t.failed) {
+        free(t.s);
+        return NULL;
+    }
+    return t.s;
+}
+
+static char *pw_text(const tj_op_info *base, tj_dtype compute) {
+    char title[160];
+    snprintf(title, sizeof title, "%s computing in %s", base->name, tj_dtype_name(compute));
+    tj_dtype x0 = base->pw_rule == TJC_PW_SELECT ? TJ_BOOL : compute;
+    tj_dtype result = tjcu_pw_result(base, compute);
+    return generate(title, base->pw_expr, base->pw_arity, x0, compute, result, result);
+}
+
+static char *copy_text(tj_dtype dst, tj_dtype src) {
+    char title[80];
+    snprintf(title, sizeof title, "conversion from %s to %s", tj_dtype_name(src),
+             tj_dtype_name(dst));
+    return generate(title, "a", 1, src, src, src, dst);
+}
+
+/* Publishes a freshly made source in slot, or returns the one another thread
+ * put there first. */
+static const char *publish(_Atomic(char *) *slot, char *made) {
+    if (!made) {
+        tjc_error(TJ_ERR_MEMORY, "cuda: out of memory generating a kernel source");
+        return NULL;
+    }
+    char *expected = NULL;
+    if (atomic_compare_exchange_strong(slot, &expected, made)) return made;
+    free(made);
+    return expected;
+}
+
+static _Atomic(char *) pw_sources[TJ_OP__COUNT][TJ_NUM_DTYPES];
+static _Atomic(char *) copy_sources[TJ_NUM_DTYPES][TJ_NUM_DTYPES];
+
+const char *tjcu_pw_source(const tj_op_info *base, tj_dtype compute) {
+    _Atomic(char *) *slot = &pw_sources[base->id][compute];
+    char *s = atomic_load(slot);
+    return s ? s : publish(slot, pw_text(base, compute));
+}
+
+const char *tjcu_pw_copy_source(tj_dtype dst, tj_dtype src) {
+    _Atomic(char *) *slot = &copy_sources[dst][src];
+    char *s = atomic_load(slot);
+    return s ? s : publish(slot, copy_text(dst, src));
+}
+
+void tjcu_pw_key(char *buf, size_t n, const tj_op_info *base, tj_dtype compute) {
+    snprintf(buf, n, "pw:%s:%s", base->name, tj_dtype_name(compute));
+}
+
+void tjcu_pw_copy_key(char *buf, size_t n, tj_dtype dst, tj_dtype src) {
+    snprintf(buf, n, "copy:%s:%s", tj_dtype_name(dst), tj_dtype_name(src));
+}
+
+static bool is_base_row(const tj_op_info *op) {
+    return op->kind == TJ_KIND_POINTWISE && op->pw_expr && op->scalar_base < 0 &&
+           op->inplace_of < 0;
+}
+
+int tjcu_pointwise_for_each_source(void (*cb)(const char *name, const char *source, void *ctx),
+                                   void *ctx) {
+    int count = 0;
+    char key[96];
+    for (int id = 0; id < TJ_OP__COUNT; id++) {
+        const tj_op_info *op = tjc_op(id);
+        if (!is_base_row(op)) continue;
+        for (int d = 0; d < TJ_NUM_DTYPES; d++) {
+            if (!tjcu_pw_takes(op, (tj_dtype)d)) continue;
+            const char *src = tjcu_pw_source(op, (tj_dtype)d);
+            if (!src) return -1;
+            tjcu_pw_key(key, sizeof key, op, (tj_dtype)d);
+            cb(key, src, ctx);
+            count++;
+        }
+    }
+    for (int dst = 0; dst < TJ_NUM_DTYPES; dst++)
+        for (int src = 0; src < TJ_NUM_DTYPES; src++) {
+            const char *s = tjcu_pw_copy_source((tj_dtype)dst, (tj_dtype)src);
+            if (!s) return -1;
+            tjcu_pw_copy_key(key, sizeof key, (tj_dtype)dst, (tj_dtype)src);
+            cb(key, s, ctx);
+            count++;
+        }
+    return count;
+}
