@@ -88,10 +88,13 @@ static bool trusted(const char *path, const struct stat *st, bool is_dir) {
 /* The trusted cache directory, open, and its path in dir; -1 when none. */
 static int open_dir(char *dir, size_t n) {
     if (!configured_dir(dir, n)) return -1;
-    make_dirs(dir);
     /* a symbolic link to the directory is followed: the directory it names
      * is the one checked and used */
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        make_dirs(dir);
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     if (fd < 0) {
         distrust("%s cannot be created or opened (%s)", dir, strerror(errno));
         return -1;
