@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "storage.h"
 
 static tjc_device_backend registered[TJ_NUM_DEVICE_TYPES];
 static bool present[TJ_NUM_DEVICE_TYPES];
@@ -169,4 +170,21 @@ tj_tensor *tj_to_device(tj_tensor *t, tj_device device) {
     tj_tensor *out = tjc_to_device(t, device);
     if (out && tjc_op_depth() == 0) tjc_scope_track(out);
     return out;
+}
+
+tj_status tj_move_to_device(tj_tensor *t, tj_device device) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_move_to_device: tensor is NULL");
+    if (tjc_same_device(t->storage->device, device)) return TJ_OK;
+    tj_tensor *moved = tjc_to_device(t, device);
+    if (!moved) return tj_last_status();
+    /* t takes the copy's storage and geometry; its old storage goes with the
+     * last of the other tensors that share it */
+    tjc_storage *old = t->storage;
+    t->storage = moved->storage;
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    t->offset = 0;
+    memcpy(t->strides, moved->strides, sizeof t->strides);
+    tj_release(moved);
+    tjc_storage_release(old);
+    return TJ_OK;
 }

@@ -116,6 +116,11 @@ tj_tensor *tj_full_on(const int64_t *sizes, int ndim, double value, tj_dtype dty
 /* A contiguous copy of t on device (t itself, retained, when it is there
  * already). Ops take tensors of one device; this is how data moves. */
 tj_tensor *tj_to_device(tj_tensor *t, tj_device device);
+/* Moves t's data to device in place, as a module's .to(device) moves its
+ * parameters: t keeps its identity (pointers to it in parameter structs stay
+ * valid) and becomes contiguous there; other views of its old storage keep
+ * the old data. */
+tj_status tj_move_to_device(tj_tensor *t, tj_device device);
 
 int tj_ndim(const tj_tensor *t);
 const int64_t *tj_sizes(const tj_tensor *t);
