@@ -28,7 +28,8 @@
 #define TJH_MAX_WARPS (TJH_MAX_THREADS / TJH_WARP)
 
 typedef struct tjh_fiber {
-    ucontext_t uc;
+    ucontext_t uc; /* the portable switch */
+    void *sp;      /* the x86-64 switch: the saved stack pointer */
     char *stack; /* usable stack, above a guard page */
     size_t stack_size;
     bool fresh;   /* needs makecontext before it runs (new, or abandoned mid-kernel) */
@@ -84,6 +85,7 @@ typedef struct tjh_exec {
     char message[768];
     /* fibers */
     ucontext_t main_uc;
+    void *main_sp;
     const void *main_stack_bottom;
     size_t main_stack_size;
     void *main_fake_stack;

@@ -161,7 +161,10 @@ typedef int (*tjcu_bind_fn)(const tjcu_runtime *rt);
 #include <utility>
 
 namespace tjcu {
-static thread_local tjcu_thread *cur; /* the thread running on this OS thread */
+/* the thread running on this OS thread. Aligned so the module's dynamic TLS
+ * block is: GCC 12's AddressSanitizer takes a block 16 bytes into a page for
+ * one with a glibc 2.19 header in front, and LeakSanitizer then faults on it. */
+alignas(64) static thread_local tjcu_thread *cur;
 static const tjcu_runtime *rt;
 
 static inline int block_sync(int op, int pred, int line) {
