@@ -3,7 +3,9 @@
 # missing, without prompting. Run by `make demo`, `make test` and `make bench`.
 set -e
 # llvm-19-dev: the LLVM backend (backends/llvm/), pinned to LLVM 19 (bookworm main)
-pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
+# g++: the CUDA backend's host execution harness compiles kernels as C++ (build-essential
+# brings it too; named so that it stays)
+pkgs="build-essential g++ cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do
