@@ -16,7 +16,7 @@
  * One lock serialises loads (and so compiles): loads are rare, launches
  * never take it.
  */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
+#define _DEFAULT_SOURCE /* realpath, mkdtemp */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -112,14 +112,13 @@ static bool write_file(const char *path, const char *text) {
     return fclose(f) == 0 && ok;
 }
 
-/* Runs argv in dir with stdout and stderr into log; the exit status, or -1
- * with errno when it could not start. */
-static int run(char *const argv[], const char *dir, const char *log) {
+/* Runs argv with stdout and stderr into log; the exit status, or -1 with
+ * errno when it could not start. */
+static int run(char *const argv[], const char *log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
     pid_t pid;
     int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -137,14 +136,21 @@ static int run(char *const argv[], const char *dir, const char *log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* The first lines of a file, at most n - 1 characters. */
-static void read_head(const char *path, char *buf, size_t n, int max_lines) {
+/* The first lines of a file, at most n - 1 characters, without any "strip"
+ * (the build directory, so messages name the source as the module does). */
+static void read_head(const char *path, char *buf, size_t n, int max_lines, const char *strip) {
+    char all[8192];
     buf[0] = '\0';
     FILE *f = fopen(path, "rb");
     if (!f) return;
-    size_t len = fread(buf, 1, n - 1, f);
+    size_t len = fread(all, 1, sizeof all - 1, f);
     fclose(f);
-    buf[len] = '\0';
+    all[len] = '\0';
+    size_t k = strip ? strlen(strip) : 0;
+    for (char *c; k && (c = strstr(all, strip));) memmove(c, c + k, strlen(c + k) + 1);
+    size_t keep = strlen(all) < n - 1 ? strlen(all) : n - 1;
+    memcpy(buf, all, keep);
+    buf[keep] = '\0';
     int lines = 0;
     for (char *c = buf; *c; c++)
         if (*c == '\n' && ++lines == max_lines) {
@@ -183,10 +189,10 @@ static tj_status compiler_identity(const char *name, const char **cmd, const cha
     argv[k++] = "--version";
     argv[k] = NULL;
     snprintf(log, sizeof log, "%s/version.log", dir);
-    if (run(argv, NULL, log) != 0)
+    if (run(argv, log) != 0)
         return tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: cannot run the host C++ compiler "
                          "'%s' (set TJIT_HOST_CXX or CXX)", name, c);
-    read_head(log, cxx_version, sizeof cxx_version, 1);
+    read_head(log, cxx_version, sizeof cxx_version, 1, NULL);
     unlink(log);
     snprintf(cxx_seen, sizeof cxx_seen, "%s", c);
     return TJ_OK;
@@ -279,15 +285,16 @@ static tj_status compile(const char *name, const char *source, const char *heade
     for (size_t i = 0; i < N_FLAGS; i++) argv[n++] = (char *)cxx_flags[i];
     argv[n++] = "-x";
     argv[n++] = "c++";
-    argv[n++] = src;
+    argv[n++] = file;
     argv[n++] = "-o";
     argv[n++] = tmp;
     argv[n] = NULL;
-    int rc = run(argv, work, log);
+    int rc = run(argv, log);
     atomic_fetch_add(&n_compiles, 1);
     if (rc != 0) {
-        char head[700];
-        read_head(log, head, sizeof head, 12);
+        char head[700], prefix[1110];
+        snprintf(prefix, sizeof prefix, "%s/", work);
+        read_head(log, head, sizeof head, 12, prefix);
         s = rc < 0 ? tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: cannot run the host C++ "
                                "compiler '%s': %s", name, argv[0], strerror(errno))
                    : tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: the host C++ compiler (%s) "
