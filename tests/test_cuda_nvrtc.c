@@ -12,6 +12,7 @@
 #include "tests/support/runtime_testing.h"
 #ifdef TJIT_HAVE_CUDA
 #include "backends/cuda/nvrtc.h"
+#include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
 
 static const char *const archs[] = {"sm_80", "sm_90"};
@@ -57,7 +58,9 @@ static bool compile_and_assemble(void *ctx, const char *name, const char *text) 
 static void test_every_source_compiles_and_assembles(void **state) {
     (void)state;
     walk w = {.dir = tt_mkdtemp()};
+    assert_int_equal(tjcu_add_source_provider(tjcu_pointwise_sources), TJ_OK);
     bool done = tjcu_for_each_source(compile_and_assemble, &w);
+    tjcu_remove_source_provider(tjcu_pointwise_sources);
     tt_rmtree(w.dir);
     if (!done) fail_msg("%s", w.failure);
     assert_true(w.sources >= 1);

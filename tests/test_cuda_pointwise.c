@@ -731,7 +731,7 @@ typedef struct source_tally {
     bool ok;
 } source_tally;
 
-static void tally(const char *name, const char *source, void *ctx) {
+static bool tally(void *ctx, const char *name, const char *source) {
     source_tally *t = ctx;
     t->n++;
     static const char *const needed[] = {"#include \"tjcu_builtins.h\"", "namespace tjm",
@@ -743,6 +743,12 @@ static void tally(const char *name, const char *source, void *ctx) {
             print_error("source %s lacks %s\n", name, needed[k]);
             t->ok = false;
         }
+    size_t len = strlen(name);
+    if (len < 4 || strcmp(name + len - 3, ".cu") || strchr(name, ':') || strchr(name, '.') != name + len - 3) {
+        print_error("source name %s is no plain file name\n", name);
+        t->ok = false;
+    }
+    return true;
 }
 
 /* One source per row and compute dtype its rule takes, and one per
@@ -763,7 +769,7 @@ static void test_sources(void **state) {
         }
     }
     source_tally t = {0, true};
-    assert_int_equal(tjcu_pointwise_for_each_source(tally, &t), expected);
+    assert_true(tjcu_pointwise_sources(tally, &t));
     assert_int_equal(t.n, expected);
     assert_true(t.ok);
 }

@@ -9,6 +9,7 @@
 #ifndef TJIT_CUDA_POINTWISE_H
 #define TJIT_CUDA_POINTWISE_H
 
+#include "backends/cuda/sources.h"
 #include "core/core.h"
 
 /* The generated kernels' operand flags (TJPW_PARAM, TJPW_BCAST in
@@ -25,19 +26,20 @@ bool tjcu_pw_takes(const tj_op_info *base, tj_dtype compute);
 /* The dtype a row's expression yields when computing in compute. */
 tj_dtype tjcu_pw_result(const tj_op_info *base, tj_dtype compute);
 /* The source of base's kernels in compute (made once, kept for the process;
- * NULL with an error when out of memory), and its module cache key. */
+ * NULL with an error when out of memory), and its name, which is also its
+ * module cache key ("pw_add_f32.cu"). */
 const char *tjcu_pw_source(const tj_op_info *base, tj_dtype compute);
 void tjcu_pw_key(char *buf, size_t n, const tj_op_info *base, tj_dtype compute);
-/* The source of the conversion kernels from dtype src to dtype dst. */
+/* The source of the conversion kernels from dtype src to dtype dst
+ * ("copy_f32_from_i64.cu"). */
 const char *tjcu_pw_copy_source(tj_dtype dst, tj_dtype src);
 void tjcu_pw_copy_key(char *buf, size_t n, tj_dtype dst, tj_dtype src);
 
-/* Calls cb with the name and text of every source this family can generate:
- * each pointwise row for each compute dtype it takes, and each conversion.
- * (The NVRTC test compiles them all for every supported architecture.)
- * Returns the number of sources, or -1 when one could not be made. */
-int tjcu_pointwise_for_each_source(void (*cb)(const char *name, const char *source, void *ctx),
-                                   void *ctx);
+/* A source provider (sources.h): calls fn with the name and text of every
+ * source this family can generate, each pointwise row for each compute dtype
+ * it takes and each conversion, so that the NVRTC test compiles them all for
+ * every architecture. */
+bool tjcu_pointwise_sources(tjcu_source_fn fn, void *ctx);
 
 /* For tests: every strided launch takes the 64-bit index kernel, which
  * otherwise runs only past 2^31 elements or offsets (too big for the host

@@ -10,6 +10,12 @@
  * as the CPU's kernel does. Conversions are sources of their own: Op with the
  * expression `a`, the input in one dtype and the output in another.
  *
+ * A source is self-contained: after tjcu_builtins.h (which NVRTC and the
+ * harness supply) it carries the library's embedded copies of
+ * tjcu_kernel.h, tjm_cuda.h and tjcu_pointwise.h, so it compiles wherever
+ * the builtins header alone is given (their include guards make a later
+ * #include of them harmless).
+ *
  * Sources are made on first use and kept for the process in a table indexed
  * by op id and dtype (published with compare-and-swap: a thread that loses
  * the race frees its copy). */
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "backends/cuda/pointwise.h"
+#include "backends/cuda/sources.h"
 
 static const char *storage_type(tj_dtype d) {
     switch (d) {
@@ -102,8 +109,18 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
                       tj_dtype compute, tj_dtype result, tj_dtype out) {
     const char *T = compute_type(compute), *cv = suffix(compute);
     text t = {0};
-    put(&t, "#include \"tjcu_builtins.h\"\n#include \"tjcu_kernel.h\"\n#include \"tjm_cuda.h\"\n"
-            "#include \"tjcu_pointwise.h\"\n\n");
+    put(&t, "#include \"tjcu_builtins.h\"\n");
+    static const char *const headers[] = {"tjcu_kernel.h", "tjm_cuda.h", "tjcu_pointwise.h"};
+    for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
+        const char *h = tjcu_source_text(headers[k]);
+        if (!h) {
+            free(t.s);
+            tjc_error(TJ_ERR_INTERNAL, "cuda: %s is not embedded in the library", headers[k]);
+            return NULL;
+        }
+        put(&t, "/* ---- %s (the library's embedded copy) ---- */\n%s\n", headers[k], h);
+    }
+    put(&t, "/* ---- the kernels ---- */\n");
     put(&t, "/* %s */\nnamespace tjm {\nstruct Op {\n", title);
     put(&t, "    typedef %s X0;\n    typedef %s X1;\n    typedef %s X2;\n", storage_type(x0),
         storage_type(compute), storage_type(compute));
@@ -134,6 +151,7 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
     }
     if (t.failed) {
         free(t.s);
+        tjc_error(TJ_ERR_MEMORY, "cuda: out of memory generating the source of %s", title);
         return NULL;
     }
     return t.s;
@@ -155,12 +173,9 @@ static char *copy_text(tj_dtype dst, tj_dtype src) {
 }
 
 /* Publishes a freshly made source in slot, or returns the one another thread
- * put there first. */
+ * put there first (NULL, with generate's error, when none could be made). */
 static const char *publish(_Atomic(char *) *slot, char *made) {
-    if (!made) {
-        tjc_error(TJ_ERR_MEMORY, "cuda: out of memory generating a kernel source");
-        return NULL;
-    }
+    if (!made) return NULL;
     char *expected = NULL;
     if (atomic_compare_exchange_strong(slot, &expected, made)) return made;
     free(made);
@@ -183,11 +198,15 @@ const char *tjcu_pw_copy_source(tj_dtype dst, tj_dtype src) {
 }
 
 void tjcu_pw_key(char *buf, size_t n, const tj_op_info *base, tj_dtype compute) {
-    snprintf(buf, n, "pw:%s:%s", base->name, tj_dtype_name(compute));
+    /* "aten::where.self" in f32: "pw_where_self_f32.cu" */
+    const char *name = strstr(base->name, "::") ? strstr(base->name, "::") + 2 : base->name;
+    int len = snprintf(buf, n, "pw_%s_%s.cu", name, tj_dtype_name(compute));
+    for (int i = 3; i < len && (size_t)i < n; i++)
+        if (buf[i] == '.' && strcmp(buf + i, ".cu") != 0) buf[i] = '_';
 }
 
 void tjcu_pw_copy_key(char *buf, size_t n, tj_dtype dst, tj_dtype src) {
-    snprintf(buf, n, "copy:%s:%s", tj_dtype_name(dst), tj_dtype_name(src));
+    snprintf(buf, n, "copy_%s_from_%s.cu", tj_dtype_name(dst), tj_dtype_name(src));
 }
 
 static bool is_base_row(const tj_op_info *op) {
@@ -195,9 +214,7 @@ static bool is_base_row(const tj_op_info *op) {
            op->inplace_of < 0;
 }
 
-int tjcu_pointwise_for_each_source(void (*cb)(const char *name, const char *source, void *ctx),
-                                   void *ctx) {
-    int count = 0;
+bool tjcu_pointwise_sources(tjcu_source_fn fn, void *ctx) {
     char key[96];
     for (int id = 0; id < TJ_OP__COUNT; id++) {
         const tj_op_info *op = tjc_op(id);
@@ -205,19 +222,17 @@ int tjcu_pointwise_for_each_source(void (*cb)(const char *name, const char *sour
         for (int d = 0; d < TJ_NUM_DTYPES; d++) {
             if (!tjcu_pw_takes(op, (tj_dtype)d)) continue;
             const char *src = tjcu_pw_source(op, (tj_dtype)d);
-            if (!src) return -1;
             tjcu_pw_key(key, sizeof key, op, (tj_dtype)d);
-            cb(key, src, ctx);
-            count++;
+            if (!fn(ctx, key, src ? src : "#error out of memory generating this source\n"))
+                return false;
         }
     }
     for (int dst = 0; dst < TJ_NUM_DTYPES; dst++)
         for (int src = 0; src < TJ_NUM_DTYPES; src++) {
             const char *s = tjcu_pw_copy_source((tj_dtype)dst, (tj_dtype)src);
-            if (!s) return -1;
             tjcu_pw_copy_key(key, sizeof key, (tj_dtype)dst, (tj_dtype)src);
-            cb(key, s, ctx);
-            count++;
+            if (!fn(ctx, key, s ? s : "#error out of memory generating this source\n"))
+                return false;
         }
-    return count;
+    return true;
 }
