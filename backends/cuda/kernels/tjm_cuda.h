@@ -26,7 +26,7 @@
 
 namespace tjm {
 
-#define TJM_FN static __device__ __forceinline__
+#define TJM_FN __device__ __forceinline__
 
 /* ---- a 64-bit integer whose arithmetic wraps ------------------------------- */
 struct i64 {
