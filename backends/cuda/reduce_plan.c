@@ -26,6 +26,10 @@ enum {
     GRID_Y_MAX = 65535
 };
 
+/* the kernels read these as RGeom and RArgs (kernels/tjcu_reduce.h) */
+_Static_assert(sizeof(tjcu_rgeom) == 3 * 8 + 4 * 4 + 5 * TJCU_MAX_DIMS * 8, "RGeom's layout");
+_Static_assert(sizeof(tjcu_rargs) == 6 * sizeof(void *) + 6 * 8, "RArgs' layout");
+
 static int64_t iabs64(int64_t v) { return v < 0 ? -v : v; }
 
 unsigned tjcu_pow2_at_least(int64_t n) {
