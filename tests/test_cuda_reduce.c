@@ -334,6 +334,15 @@ static void large_reductions_take_the_multi_block_path(void **state) {
             check_call(op, tj_transpose(c, 0, 1), dim1, 1, false, 1, 2, rt, at);
         }
     }
+    /* two columns of 1.1M: 34 slices, so pass 2 folds them with 64 lanes (two warps) */
+    const int64_t tall[2] = {1100000, 2};
+    const int picks2[3][2] = {{0, TJ_F32}, {9, TJ_F64}, {7, TJ_I64}};
+    for (int k = 0; k < 3; k++) {
+        tj_dtype dt = (tj_dtype)picks2[k][1];
+        tt_context("%s %s [1100000, 2] over dim 0", ops[picks2[k][0]].name, tj_dtype_name(dt));
+        tj_tensor *x = tt_random(g(), tall, 2, dt, -3, 3);
+        check_call(&ops[picks2[k][0]], x, dim0, 1, false, 1, 2, rtol_of(dt), 1e-9);
+    }
     /* f64 norms of huge and tiny values neither overflow nor underflow */
     tj_tensor *h = tt_random(g(), big, 1, TJ_F64, -1, 1);
     for (int64_t i = 0; i < big[0]; i += 3) ((double *)tj_data(h))[i] *= i % 2 ? 1e300 : 1e-300;
