@@ -93,8 +93,9 @@ void tjit_progress_show(tjit_progress *p) {
     if (p && p->tty && p->shown) draw(p);
 }
 
-void tjit_progress_end(tjit_progress *p) {
+void tjit_progress_end(tjit_progress *p, int done) {
     if (!p) return;
+    p->done = done;
     tjit_progress_clear(p);
     if (!p->tty && p->shown) {
         p->item[0] = '\0';

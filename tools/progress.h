@@ -41,7 +41,8 @@ void tjit_progress_tick(tjit_progress *p, int done);
 /* Erases the status line before other output; tjit_progress_show draws it again. */
 void tjit_progress_clear(tjit_progress *p);
 void tjit_progress_show(tjit_progress *p);
-/* Erases the status line; a last plain line when lines were shown. */
-void tjit_progress_end(tjit_progress *p);
+/* The work ends with done items or steps finished: erases the status line,
+ * or writes a last plain line when lines were shown. */
+void tjit_progress_end(tjit_progress *p, int done);
 
 #endif

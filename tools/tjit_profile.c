@@ -153,14 +153,14 @@ int tjit_cmd_profile(int argc, char **argv) {
     tj_program_profile(p, true);
     for (int r = 0; r < runs; r++) {
         if (step(p, &s, backward) != TJ_OK) {
-            tjit_progress_end(&progress);
+            tjit_progress_end(&progress, r);
             fprintf(stderr, "tjit profile: run %d: %s\n", r + 1, tj_last_error());
             goto done;
         }
         tjit_progress_tick(&progress, r + 1);
     }
     tj_program_profile(p, false);
-    tjit_progress_end(&progress);
+    tjit_progress_end(&progress, runs);
     char *table = tj_profile_report(p);
     if (!table) {
         fprintf(stderr, "tjit profile: %s\n", tj_last_error());
