@@ -2,6 +2,7 @@
  * this build holds (backends, BLAS, LLVM, the CPU features its code uses).
  * An optional backend adds its line under its own #ifdef, as LLVM's below. */
 #include <cblas.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,12 +73,12 @@ static void add(text *t, const char *fmt, ...) {
     if (k > 0) t->n += (size_t)k < sizeof t->buf - t->n ? (size_t)k : sizeof t->buf - t->n - 1;
 }
 
-/* Rebuilt at each call: the thread counts can change. */
-static _Thread_local text info;
+/* Built once: everything it says is fixed when the library loads. */
+static text info;
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
 
-const char *tj_build_info(void) {
+static void describe(void) {
     text *t = &info;
-    t->n = 0;
 #if defined(__clang__)
     const char *compiler = "clang " __clang_version__;
 #elif defined(__GNUC__)
@@ -93,8 +94,7 @@ const char *tj_build_info(void) {
 #endif
     add(t, "\n");
     char *blas = openblas_get_config();
-    add(t, "BLAS: %s (kernels for %s, %d threads)\n", blas ? blas : "OpenBLAS",
-        openblas_get_corename(), openblas_get_num_threads());
+    add(t, "BLAS: %s (kernels for %s)\n", blas ? blas : "OpenBLAS", openblas_get_corename());
 #ifdef TJIT_HAVE_LLVM
     unsigned major = 0, minor = 0, patch = 0;
     LLVMGetVersion(&major, &minor, &patch);
@@ -112,9 +112,12 @@ const char *tj_build_info(void) {
 #else
     add(t, " (portable build)\n");
 #endif
-    add(t, "threads: %d (OpenMP)\n", tj_get_num_threads());
 #ifdef TJIT_BUILD_SANITIZE
     add(t, "sanitizers: address, undefined\n");
 #endif
-    return t->buf;
+}
+
+const char *tj_build_info(void) {
+    pthread_once(&info_once, describe);
+    return info.buf;
 }

@@ -181,7 +181,10 @@ tj_status tj_profile_reset(tj_program *p) {
 
 /* ---- names ----------------------------------------------------------------------- */
 
+/* "aten::add" -> "add"; prim::ConstantChunk, a fusion group's split of an
+ * input, -> "chunk" */
 static const char *short_name(const char *op) {
+    if (!strcmp(op, "prim::ConstantChunk")) return "chunk";
     const char *colon = strstr(op, "::");
     return colon ? colon + 2 : op;
 }

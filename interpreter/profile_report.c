@@ -11,7 +11,7 @@
 #include "profile.h"
 #include "program.h"
 
-enum { LABEL = 256, NAME_WIDTH = 56 };
+enum { LABEL = 256, NAME_WIDTH = 60 };
 
 /* The profiles of a program: its own code's, then its backward program's. */
 static int profiles_of(const tj_program *p, tji_profile **out) {
@@ -130,7 +130,7 @@ static void put_row(text *t, int width, const char *label, const char *backend, 
     double s = (double)ns * 1e-9;
     figure(mean, sizeof mean, calls && !is_total ? (double)ns * 1e-3 / (double)calls : -1, "%.1f");
     figure(mb, sizeof mb, bytes < 0 || !calls ? -1 : bytes / 1e6 / (double)calls, "%.3f");
-    figure(gbs, sizeof gbs, bytes < 0 || s <= 0 ? -1 : bytes / 1e9 / s, "%.2f");
+    figure(gbs, sizeof gbs, bytes <= 0 || s <= 0 ? -1 : bytes / 1e9 / s, "%.2f"); /* views: none */
     figure(gflops, sizeof gflops, flops < 0 || s <= 0 ? -1 : flops / 1e9 / s, "%.2f");
     put(t, "  %-*s %-8s %6d %8lld %10.3f %9s %6.1f%% %9s %8s %8s\n", width, name, backend, instrs,
         (long long)calls, (double)ns * 1e-6, mean, 100.0 * share, mb, gbs, gflops);

@@ -29,7 +29,8 @@ int main(int argc, char **argv) {
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        fputs(tj_build_info(), stdout);
+        printf("%sthreads: %d (tj_set_num_threads, OMP_NUM_THREADS)\n", tj_build_info(),
+               tj_get_num_threads());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -166,9 +166,10 @@ int tjit_cmd_profile(int argc, char **argv) {
         fprintf(stderr, "tjit profile: %s\n", tj_last_error());
         goto done;
     }
-    printf("%s: %d runs%s after %d to warm up, fusion backend %s, %d threads\n\n", argv[1], runs,
+    int threads = tj_get_num_threads();
+    printf("%s: %d runs%s after %d to warm up, fusion backend %s, %d thread%s\n\n", argv[1], runs,
            backward ? " of forward and backward" : "", warmup, backend ? backend : "portable",
-           tj_get_num_threads());
+           threads, threads == 1 ? "" : "s");
     fputs(table, stdout);
     free(table);
     if (trace) {

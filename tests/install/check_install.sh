@@ -9,9 +9,10 @@
 # pkg-config (shared, and --static), runs the four programs and checks which
 # libtjit each one loads. Those builds run with the build and source trees
 # hidden under empty mounts in a mount namespace of their own, so nothing can
-# come from them; where the kernel allows no user namespaces the trees stay
-# visible and the path checks (compile and link lines, RUNPATHs, loaded
-# libraries) are what guards against it.
+# come from them; where that cannot be done (a container without user
+# namespaces, or without mount) the trees stay visible, and the checks of
+# paths (compile and link lines, RUNPATHs, the libraries loaded) are what
+# guards against it.
 set -eu
 
 fail() {
@@ -88,14 +89,15 @@ for p in cmake-build/hello_shared hello_pc_shared cmake-build/hello_static hello
     esac
 done
 EOF
-if unshare --user --map-root-user --mount true 2>/dev/null; then
+mkdir "$work/probe"
+if unshare --user --map-root-user --mount sh -c 'mount -t tmpfs probe "$1"' probe "$work/probe" 2>/dev/null; then
     echo "check_install: building against $prefix with $build and $src hidden"
     # the build tree first: it may lie inside the source tree, which then hides it too
     unshare --user --map-root-user --mount sh -c \
         'mount -t tmpfs hidden "$1" && mount -t tmpfs hidden "$2" && exec sh "$3"' \
         hide "$build" "$src" "$work/consumers.sh"
 else
-    echo "check_install: no user namespaces here: building against $prefix with the trees visible"
+    echo "check_install: no user namespace or mount here: building against $prefix with the trees visible"
     sh "$work/consumers.sh"
 fi
 # what the compilers and the linker were told
