@@ -6,7 +6,7 @@
  *   char *table = tj_profile_report(p);   grouped by op and by fusion kernel
  *   tj_profile_write_trace(p, "replay.json");   open in Perfetto or chrome://tracing
  *
- * While profiling is off a replay pays one predictable branch per
+ * While profiling is off, a replay only tests a flag around each
  * instruction; nothing is recorded.
  */
 #ifndef TJIT_PROFILE_H
