@@ -257,7 +257,7 @@ static const char *cache_dir(void) {
 }
 
 /* Compiles source into the shared object at path (caller holds the lock). */
-static tj_status compile(const char *name, const char *source, const char *header, const char *path) {
+static tj_status compile(const char *name, const char *source, const char *path) {
     const char *priv = get_private_dir();
     if (!priv) return tjc_error(TJ_ERR_IO, "tjh_module_load: module %s: cannot make a private directory", name);
     char work[1100], file[1300], tmp[1300], log[1300];
@@ -270,13 +270,19 @@ static tj_status compile(const char *name, const char *source, const char *heade
     src[k] = '\0';
     if (k < 3 || strcmp(src + k - 3, ".cu")) snprintf(src + k, sizeof src - k, ".cu");
     snprintf(file, sizeof file, "%s/%s", work, src);
-    char hfile[1300];
-    snprintf(hfile, sizeof hfile, "%s/tjcu_builtins.h", work);
     snprintf(log, sizeof log, "%s/compile.log", work);
     static atomic_long serial;
     snprintf(tmp, sizeof tmp, "%s.%ld.%ld.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     tj_status s = TJ_OK;
-    if (!write_file(file, source) || !write_file(hfile, header)) {
+    bool written = write_file(file, source);
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    for (int i = 0; written && i < n_headers && i < TJCU_MAX_HEADERS; i++) {
+        char hfile[1300];
+        snprintf(hfile, sizeof hfile, "%s/%s", work, header_names[i]);
+        written = write_file(hfile, headers[i]);
+    }
+    if (!written) {
         s = tjc_error(TJ_ERR_IO, "tjh_module_load: module %s: cannot write %s", name, file);
         goto done;
     }
@@ -330,16 +336,22 @@ static tj_status load_shared_object(const char *name, const char *path, void **o
 }
 
 static tj_status load_locked(const char *name, const char *source, tjh_module **out) {
-    const char *header = tjcu_source_text("tjcu_builtins.h");
-    if (!header) return tjc_error(TJ_ERR_INTERNAL, "tjh_module_load: tjcu_builtins.h is not embedded");
+    /* the key covers every header a source may include */
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    if (n_headers == 0 || n_headers > TJCU_MAX_HEADERS)
+        return tjc_error(TJ_ERR_INTERNAL, "tjh_module_load: %d kernel headers embedded (1 to %d)",
+                         n_headers, TJCU_MAX_HEADERS);
     const char *cmd, *version;
     tj_status s = compiler_identity(name, &cmd, &version);
     if (s != TJ_OK) return s;
     char flags[256] = "";
     for (size_t i = 0; i < N_FLAGS; i++) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), " %s", cxx_flags[i]);
-    const char *parts[] = {KEY_VERSION, cmd, version, flags, header, source};
+    const char *parts[6 + TJCU_MAX_HEADERS] = {KEY_VERSION, cmd, version, flags, source};
+    int n_parts = 5;
+    for (int i = 0; i < n_headers; i++) parts[n_parts++] = headers[i];
     uint64_t h1, h2;
-    key_hash(parts, 6, &h1, &h2);
+    key_hash(parts, n_parts, &h1, &h2);
     for (tjh_module *m = modules; m; m = m->next)
         if (m->h1 == h1 && m->h2 == h2 && !strcmp(m->source, source)) {
             m->refs++;
@@ -353,7 +365,7 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     snprintf(path, sizeof path, "%s/tjh-%016llx%016llx.so", dir, (unsigned long long)h1, (unsigned long long)h2);
     if (distrust(path, false) == NULL) {
         atomic_fetch_add(&n_disk_hits, 1);
-    } else if ((s = compile(name, source, header, path)) != TJ_OK) {
+    } else if ((s = compile(name, source, path)) != TJ_OK) {
         return s;
     }
     tjh_module *m = calloc(1, sizeof *m);
