@@ -324,8 +324,13 @@ tj_status tjc_infer_one_hot(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_ARG, "%s: num_classes must be -1 (infer) or non-negative, got %lld",
                          c->op->name, (long long)classes);
     if (classes == -1) {
+        /* the data decides the size: a device tensor is read through a host copy */
+        tj_tensor *host = tjc_to_device(c->in[0], TJ_DEVICE_CPU);
+        if (!host) return tj_last_status();
         int64_t top;
-        if (!max_index(x, &top))
+        bool any = max_index(host, &top);
+        tj_release(host);
+        if (!any)
             return tjc_error(TJ_ERR_ARG, "%s: cannot infer num_classes from an empty tensor; "
                              "pass num_classes", c->op->name);
         if (top < 0)
