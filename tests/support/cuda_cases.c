@@ -62,6 +62,18 @@ static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_
     tj_release(host);
 }
 
+/* Its whole storage goes over and the same view is made there. */
+tj_tensor *tt_cuda_copy_like(tj_tensor *t) {
+    if (tj_is_contiguous(t)) return tjc_to_device(t, TT_CUDA0);
+    int64_t n = (int64_t)(t->storage->nbytes / tj_dtype_size(t->dtype)), one = 1;
+    tj_tensor *flat = tjc_make_view(t, &n, &one, 1, 0);
+    tj_tensor *dev = flat ? tjc_to_device(flat, TT_CUDA0) : NULL;
+    tj_tensor *view = dev ? tjc_make_view(dev, t->sizes, t->strides, t->ndim, t->offset) : NULL;
+    tj_release(flat);
+    tj_release(dev);
+    return view;
+}
+
 int tt_cuda_check_op_(const char *name, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                       int n_attrs, double rtol, double atol, const char *file, int line) {
     const tj_op_info *op = tj_op_find(name);
@@ -79,7 +91,7 @@ int tt_cuda_check_op_(const char *name, tj_tensor *const *in, int n_in, const tj
         tj_tensor *c[1];
         assert_int_equal(tjc_invoke_nested(tjc_op(TJ_OP_clone), &in[i], 1, NULL, c, 1), 1);
         cpu_in[i] = c[0];
-        dev_in[i] = tjc_to_device(in[i], TT_CUDA0);
+        dev_in[i] = tt_cuda_copy_like(in[i]);
         if (!dev_in[i]) {
             print_error("%s: copying input %d to cuda:0 failed: %s\n", name, i, tj_last_error());
             _fail(file, line);
