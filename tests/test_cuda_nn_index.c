@@ -131,7 +131,8 @@ static void index_select_forms(void **state) {
     for (int d = 0; d < N_OF(all_dtypes); d++) {
         tj_dtype dt = all_dtypes[d];
         tj_tensor *x = rnd(xs, 3, dt, -5, 5);
-        tj_tensor *xp = tj_permute(rnd((int64_t[]){6, 4, 5}, 3, dt, -5, 5), (int64_t[]){1, 2, 0}, 3);
+        int64_t perm[3] = {1, 2, 0};
+        tj_tensor *xp = tj_permute(rnd((int64_t[]){6, 4, 5}, 3, dt, -5, 5), perm, 3);
         for (int dim = -1; dim < 3; dim++) {
             tt_context("index_select %s dim %d", tj_dtype_name(dt), dim);
             int64_t size = xs[dim < 0 ? 2 : dim];
@@ -218,13 +219,14 @@ static void scatter_add_forms(void **state) {
     tj_tensor *x = rnd(xs, 2, TJ_F32, -1, 1), *src = rnd(ss, 2, TJ_F32, -1, 1);
     tj_tensor *bad[] = {x, poke(idx(is, 2, 4), 4, 4), src};
     same_error("aten::scatter_add", bad, 3, a, 1);
-    tj_tensor *b = rnd(xs, 2, TJ_BOOL, 0, 1), *bin[] = {b, idx(is, 2, 4), rnd(ss, 2, TJ_BOOL, 0, 1)};
+    tj_tensor *b = rnd(xs, 2, TJ_BOOL, 0, 1);
+    tj_tensor *bin[] = {b, idx(is, 2, 4), rnd(ss, 2, TJ_BOOL, 0, 1)};
     tj_tensor *mix[] = {x, idx(is, 2, 4), rnd(ss, 2, TJ_F64, -1, 1)};
     check("aten::scatter_add", bin, 3, a, 1, TJ_BOOL);
     check("aten::scatter_add", mix, 3, a, 1, TJ_F32);
 }
 
-/* ---- one_hot ---------------------------------------------------------------------------------- */
+/* ---- one_hot --------------------------------------------------------------------------------- */
 
 static void one_hot_forms(void **state) {
     (void)state;
@@ -252,7 +254,7 @@ static void one_hot_forms(void **state) {
     check("aten::one_hot", fl, 1, three, 1, TJ_I64);
 }
 
-/* ---- dropout ------------------------------------------------------------------------------------ */
+/* ---- dropout --------------------------------------------------------------------------------- */
 
 /* Runs op on x on the CPU and on CUDA, each from its own generator at the same
  * seed and offset: values and mask equal bit for bit, offsets advanced alike. */
@@ -262,7 +264,8 @@ static void check_dropout(const char *name, tj_tensor *x, double p, bool train) 
     tj_generator_set_state(gd, 0x5eed + (uint64_t)(p * 100), 4242);
     const tj_op_info *op = tj_op_find(name);
     tj_tensor *cpu[2], *dev[2], *xd = tt_cuda_copy_like(x);
-    tj_attr ac[] = {{.f = p}, {.b = train}, {.gen = gc}}, ad[] = {{.f = p}, {.b = train}, {.gen = gd}};
+    tj_attr ac[] = {{.f = p}, {.b = train}, {.gen = gc}};
+    tj_attr ad[] = {{.f = p}, {.b = train}, {.gen = gd}};
     int n = tj_invoke(tj_op_id(op), &x, 1, ac, 3, cpu, 2);
     assert_true(n >= 1);
     assert_int_equal(tj_invoke(tj_op_id(op), &xd, 1, ad, 3, dev, 2), n);
@@ -303,7 +306,8 @@ static void dropout_matches_the_cpu_bit_for_bit(void **state) {
     tt_context(NULL);
     /* refused on both: integer input, p outside [0, 1] */
     tj_tensor *xi = rnd(s, 2, TJ_I64, -2, 2), *xf = rnd(s, 2, TJ_F32, -1, 1);
-    tj_attr a[] = {{.f = 0.5}, {.b = true}, {.gen = NULL}}, bad_p[] = {{.f = 1.5}, {.b = true}, {.gen = NULL}};
+    tj_attr a[] = {{.f = 0.5}, {.b = true}, {.gen = NULL}};
+    tj_attr bad_p[] = {{.f = 1.5}, {.b = true}, {.gen = NULL}};
     check("aten::native_dropout", &xi, 1, a, 3, TJ_F32);
     check("aten::dropout", &xf, 1, bad_p, 3, TJ_F32);
 }
@@ -354,7 +358,7 @@ static void dropout_backward_forms(void **state) {
     check("aten::native_dropout_backward", bad_g, 2, a, 1, TJ_F32);
 }
 
-/* ---- large shapes: grid-stride loops ------------------------------------------------------------ */
+/* ---- large shapes: grid-stride loops --------------------------------------------------------- */
 
 static void indexing_large(void **state) {
     (void)state;

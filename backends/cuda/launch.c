@@ -132,7 +132,10 @@ tj_status tjcu_launch_source(const char *what, tj_device dev, const char *key, c
 
 tj_status tjcu_launch(const char *what, tj_device dev, const char *module, const char *kernel,
                       tjcu_dim3 grid, tjcu_dim3 block, size_t dynamic_shared, void **args) {
-    const char *source = tjcu_source_text(module);
+    /* modules are named by file name without .cu, as cuda.h says */
+    char file[128];
+    snprintf(file, sizeof file, "%s.cu", module);
+    const char *source = tjcu_source_text(file);
     if (!source)
         return tjc_error(TJ_ERR_INTERNAL, "%s: the CUDA backend has no kernel source '%s'", what,
                          module);

@@ -152,7 +152,7 @@ tj_status tjcu_scatter_add(const tjc_call *c) {
     return finish(c, st, &chk, size, "the scattered dim of 'self'");
 }
 
-/* ---- one_hot ---------------------------------------------------------------------------------- */
+/* ---- one_hot --------------------------------------------------------------------------------- */
 
 /* in: self (i64); attrs: num_classes. out[i, j] = self[i] == j */
 tj_status tjcu_one_hot(const tjc_call *c) {

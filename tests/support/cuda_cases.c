@@ -33,6 +33,21 @@ int tt_cuda_run(const char *name, const struct CMUnitTest *tests, size_t n) {
     return failed;
 }
 
+/* A copy of t on device d with t's geometry: its whole storage goes over as
+ * bytes and the same view is made there (no kernel of the op families runs). */
+static tj_tensor *copy_like(tj_tensor *t, tj_device d) {
+    if (tj_is_contiguous(t)) return tjc_to_device(t, d);
+    int64_t n = (int64_t)(t->storage->nbytes / tj_dtype_size(t->dtype)), one = 1;
+    tj_tensor *flat = tjc_make_view(t, &n, &one, 1, 0);
+    tj_tensor *copy = flat ? tjc_to_device(flat, d) : NULL;
+    tj_tensor *view = copy ? tjc_make_view(copy, t->sizes, t->strides, t->ndim, t->offset) : NULL;
+    tj_release(flat);
+    tj_release(copy);
+    return view;
+}
+
+tj_tensor *tt_cuda_copy_like(tj_tensor *t) { return copy_like(t, TT_CUDA0); }
+
 /* Compares a CUDA result with the CPU's. */
 static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_tensor *dev,
                     double rtol, double atol, const char *file, int line) {
@@ -51,7 +66,7 @@ static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_
                     tjc_fmt_sizes(b, sizeof b, tj_sizes(dev), tj_ndim(dev)));
         _fail(file, line);
     }
-    tj_tensor *host = tjc_to_device(dev, TJ_DEVICE_CPU);
+    tj_tensor *host = copy_like(dev, TJ_DEVICE_CPU);
     if (!host) {
         print_error("%s: %s %d: copying to the host failed: %s\n", op, what, k, tj_last_error());
         _fail(file, line);
@@ -60,18 +75,6 @@ static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_
     tt_assert_close_ref_(host, &r, rtol, atol, file, line);
     tt_ref_free(&r);
     tj_release(host);
-}
-
-/* Its whole storage goes over and the same view is made there. */
-tj_tensor *tt_cuda_copy_like(tj_tensor *t) {
-    if (tj_is_contiguous(t)) return tjc_to_device(t, TT_CUDA0);
-    int64_t n = (int64_t)(t->storage->nbytes / tj_dtype_size(t->dtype)), one = 1;
-    tj_tensor *flat = tjc_make_view(t, &n, &one, 1, 0);
-    tj_tensor *dev = flat ? tjc_to_device(flat, TT_CUDA0) : NULL;
-    tj_tensor *view = dev ? tjc_make_view(dev, t->sizes, t->strides, t->ndim, t->offset) : NULL;
-    tj_release(flat);
-    tj_release(dev);
-    return view;
 }
 
 int tt_cuda_check_op_(const char *name, tj_tensor *const *in, int n_in, const tj_attr *attrs,
