@@ -3,6 +3,7 @@
  * memory functions and kernel tables here; nothing in core/ knows what a
  * device other than the host is. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,14 @@ tj_status tj_cuda_synchronize(void) {
     }
     return TJ_OK;
 }
+
+/* Plain flags: backends read them when they choose how to compute. */
+static atomic_bool allow_tf32, cudnn_benchmark;
+
+void tj_cuda_set_allow_tf32(bool allow) { atomic_store(&allow_tf32, allow); }
+bool tj_cuda_allow_tf32(void) { return atomic_load(&allow_tf32); }
+void tj_cuda_set_cudnn_benchmark(bool on) { atomic_store(&cudnn_benchmark, on); }
+bool tj_cuda_cudnn_benchmark(void) { return atomic_load(&cudnn_benchmark); }
 
 tj_tensor *tjc_to_device(tj_tensor *t, tj_device device) {
     if (tjc_same_device(t->storage->device, device)) return tj_retain(t);

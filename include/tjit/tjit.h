@@ -68,6 +68,17 @@ int tj_cuda_device_count(void);
 /* Waits for the work queued on every CUDA device; an error a kernel raised
  * asynchronously is reported here, naming the kernel. */
 tj_status tj_cuda_synchronize(void);
+/* Whether f32 matmul and convolution on a GPU may use TF32 tensor cores
+ * (inputs rounded to a 10-bit mantissa: faster, about 1e-3 relative error).
+ * Off by default, so f32 results stay within f32 rounding of the CPU's. */
+void tj_cuda_set_allow_tf32(bool allow);
+bool tj_cuda_allow_tf32(void);
+/* Benchmark mode for cuDNN convolutions: the first call of each problem
+ * (sizes, dtype, stride, padding, ...) times every algorithm and keeps the
+ * fastest for later calls, as PyTorch's cudnn.benchmark; off by default
+ * (cuDNN's heuristics choose, also cached per problem). */
+void tj_cuda_set_cudnn_benchmark(bool on);
+bool tj_cuda_cudnn_benchmark(void);
 
 #define TJ_MAX_DIMS 8
 
