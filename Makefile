@@ -11,7 +11,8 @@ CMAKE_FLAGS ?=
 # so `make test` runs the suite in both configurations
 TJIT_LLVM ?= ON
 
-.PHONY: all deps build build-asan demo test test-release test-asan bench bench-deps bench-detail clean
+.PHONY: all deps build build-asan demo test test-release test-asan bench bench-deps bench-detail clean \
+	build-gpu test-gpu bench-gpu
 
 all: build
 
@@ -56,5 +57,20 @@ bench: build bench-deps
 bench-detail: build
 	@for b in $(BUILD_DIR)/bench_*; do [ $$b = $(BUILD_DIR)/bench_suite ] && continue; echo "== $$b"; $$b || exit 1; done
 
+# On a machine with an NVIDIA GPU: the CUDA tests against the device (label gpu),
+# and the GPU benchmark table. Without apt, deps skips itself; give OpenBLAS and
+# cmocka by path in CMAKE_FLAGS (docs/cuda.md).
+GPU_DIR ?= build-gpu
+build-gpu: deps
+	cmake -S . -B $(GPU_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTJIT_LLVM=OFF -DTJIT_NATIVE=OFF \
+		-DTJIT_CUDA=ON $(CMAKE_FLAGS)
+	cmake --build $(GPU_DIR)
+
+test-gpu: build-gpu
+	cd $(GPU_DIR) && ctest -L gpu --output-on-failure
+
+bench-gpu: build-gpu
+	$(GPU_DIR)/bench_cuda
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(GPU_DIR)

@@ -210,6 +210,9 @@ typedef struct tjc_device_backend {
                       size_t nbytes);
     /* waits for the work queued on device index and reports its errors */
     tj_status (*synchronize)(int index);
+    /* the device memory's figures, and giving cached memory back (optional) */
+    tj_status (*memory_stats)(int index, tj_memory_stats *out);
+    tj_status (*empty_cache)(int index);
     /* NULL: the op has no kernel on this device (the call is an error) */
     tjc_kernel_fn kernels[TJ_OP__COUNT];
 } tjc_device_backend;

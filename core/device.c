@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "storage.h"
 
 static tjc_device_backend registered[TJ_NUM_DEVICE_TYPES];
 static bool present[TJ_NUM_DEVICE_TYPES];
@@ -111,13 +112,35 @@ tj_status tj_cuda_synchronize(void) {
     return TJ_OK;
 }
 
-/* Plain flags: backends read them when they choose how to compute. */
-static atomic_bool allow_tf32, cudnn_benchmark;
+tj_status tj_cuda_memory_stats(int device, tj_memory_stats *out) {
+    if (!out) return tjc_error(TJ_ERR_ARG, "tj_cuda_memory_stats: out is NULL");
+    const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
+    int n = b ? b->device_count() : 0;
+    if (device < 0 || device >= n)
+        return tjc_error(TJ_ERR_DEVICE, "tj_cuda_memory_stats: cuda:%d is not an available device "
+                         "(%d found)", device, n);
+    if (!b->memory_stats)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "tj_cuda_memory_stats: the backend keeps no figures");
+    return b->memory_stats(device, out);
+}
 
-void tj_cuda_set_allow_tf32(bool allow) { atomic_store(&allow_tf32, allow); }
-bool tj_cuda_allow_tf32(void) { return atomic_load(&allow_tf32); }
-void tj_cuda_set_cudnn_benchmark(bool on) { atomic_store(&cudnn_benchmark, on); }
-bool tj_cuda_cudnn_benchmark(void) { return atomic_load(&cudnn_benchmark); }
+tj_status tj_cuda_empty_cache(void) {
+    const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
+    int n = b ? b->device_count() : 0;
+    for (int i = 0; i < n && b->empty_cache; i++) {
+        tj_status st = b->empty_cache(i);
+        if (st) return st;
+    }
+    return TJ_OK;
+}
+
+/* Process-wide switches the CUDA backend reads; plain flags, so they exist
+ * (and can be set before a device appears) in every build. */
+static _Atomic bool allow_tf32, cudnn_benchmark;
+void tj_cuda_set_allow_tf32(bool allow) { allow_tf32 = allow; }
+bool tj_cuda_allow_tf32(void) { return allow_tf32; }
+void tj_cuda_set_cudnn_benchmark(bool on) { cudnn_benchmark = on; }
+bool tj_cuda_cudnn_benchmark(void) { return cudnn_benchmark; }
 
 tj_tensor *tjc_to_device(tj_tensor *t, tj_device device) {
     if (tjc_same_device(t->storage->device, device)) return tj_retain(t);
@@ -147,4 +170,21 @@ tj_tensor *tj_to_device(tj_tensor *t, tj_device device) {
     tj_tensor *out = tjc_to_device(t, device);
     if (out && tjc_op_depth() == 0) tjc_scope_track(out);
     return out;
+}
+
+tj_status tj_move_to_device(tj_tensor *t, tj_device device) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_move_to_device: tensor is NULL");
+    if (tjc_same_device(t->storage->device, device)) return TJ_OK;
+    tj_tensor *moved = tjc_to_device(t, device);
+    if (!moved) return tj_last_status();
+    /* t takes the copy's storage and geometry; its old storage goes with the
+     * last of the other tensors that share it */
+    tjc_storage *old = t->storage;
+    t->storage = moved->storage;
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    t->offset = 0;
+    memcpy(t->strides, moved->strides, sizeof t->strides);
+    tj_release(moved);
+    tjc_storage_release(old);
+    return TJ_OK;
 }

@@ -193,6 +193,22 @@ static void test_fused_replay_on_device_inputs(void **state) {
     tj_generator_free(g);
 }
 
+static void test_move_in_place(void **state) {
+    (void)state;
+    int64_t sz[2] = {2, 3};
+    tj_tensor *w = tj_arange(0, 6, 1, TJ_F32);
+    tj_tensor *m = tj_view(w, sz, 2);
+    tj_tensor *view = tj_t(m);
+    assert_int_equal(tj_move_to_device(m, CUDA1), TJ_OK);
+    assert_int_equal(tj_tensor_device(m).type, TJ_CUDA);
+    assert_int_equal(tj_tensor_device(view).type, TJ_CPU); /* views keep the old data */
+    double vals[6] = {0, 1, 2, 3, 4, 5};
+    tt_assert_values(tj_to_device(m, TJ_DEVICE_CPU), vals, 6, 0);
+    assert_int_equal(tj_move_to_device(m, TJ_DEVICE_CPU), TJ_OK);
+    assert_int_equal(tj_tensor_device(m).type, TJ_CPU);
+    assert_int_equal(tj_move_to_device(NULL, CUDA0), TJ_ERR_ARG);
+}
+
 static void test_no_device_memory_leaks(void **state) {
     (void)state;
     assert_int_equal(live_blocks, 0); /* every scope of the tests above has ended */
@@ -208,6 +224,7 @@ int main(void) {
         TT_SCOPED_TEST(test_copy_across_devices),
         TT_SCOPED_TEST(test_printing_copies_to_host),
         TT_SCOPED_TEST(test_fused_replay_on_device_inputs),
+        TT_SCOPED_TEST(test_move_in_place),
         cmocka_unit_test(test_no_device_memory_leaks),
     };
     return cmocka_run_group_tests(tests, install_fake_device, NULL);

@@ -10,7 +10,8 @@
  *     bit for bit, across dtypes, broadcasting, strides and chunks;
  *   - kernels big enough to be split across threads, rows split mid-way;
  *   - kernel caching: one compile per spec, identical kernels shared, the
- *     on-disk cache reused by a second process; the portable runner taking
+ *     on-disk cache reused by a second process and never read from a
+ *     directory that others may write; the portable runner taking
  *     over a group with the reason; threads compiling at once; vectorised IR
  *     for the pointwise chain.
  * Built without LLVM, every test is skipped. TJIT_LLVM_CASES sets the
@@ -20,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "tests/support/fuser_cases.h"
 #include "examples/models/models.h"
@@ -461,19 +464,56 @@ static void disk_cache_serves_a_second_process(void **state) {
 #endif
 }
 
-/* The second process of the test above. */
-static int cache_child(const char *dir) {
+/* The object is planted by a trusted run, then the directory is opened to
+ * others (or given to another user): a second process must compile. */
+static void untrusted_cache_directory_is_not_loaded(void **state) {
+    (void)state;
+    LLVM_ONLY;
+#ifdef TJIT_HAVE_LLVM
+    char *dir = tt_mkdtemp(), *logs = tt_mkdtemp(), *log = tt_path(logs, "stderr");
+    setenv("TJIT_CACHE_DIR", dir, 1);
+    chain_constant = 4321.5;
+    assert_int_equal(run_fresh().compiled, 1);
+    assert_int_equal(run_fresh().disk_hits, 1); /* the object is good */
+    unsetenv("TJIT_CACHE_DIR");
+    for (int owner = 0; owner < 2; owner++) {
+        if (owner && geteuid() != 0) break; /* only root can give the directory away */
+        if (owner) {
+            assert_int_equal(chmod(dir, 0700), 0);
+            assert_int_equal(chown(dir, 65534, 65534), 0);
+        } else {
+            assert_int_equal(chmod(dir, 0777), 0);
+        }
+        char cmd[8400];
+        snprintf(cmd, sizeof cmd, "'%s' --untrusted-cache-child '%s' 2>'%s'", self_path, dir, log);
+        assert_int_equal(system(cmd), 0); /* the child checks that it compiled */
+        char *err = tt_read_file(log);
+        assert_non_null(err);
+        if (!strstr(err, dir) || !strstr(err, owner ? "is owned by uid 65534" : "is writable by group and others"))
+            fail_msg("no warning naming the directory and why:\n%s", err);
+        free(err);
+        assert_int_equal(count_files(dir, ".o"), 1); /* and wrote nothing */
+    }
+    tt_rmtree(dir);
+    tt_rmtree(logs);
+    free(log);
+#endif
+}
+
+/* The second process of the two tests above. */
+static int cache_child(const char *dir, bool trusted) {
 #ifdef TJIT_HAVE_LLVM
     setenv("TJIT_CACHE_DIR", dir, 1);
-    chain_constant = 1234.5;
+    chain_constant = trusted ? 1234.5 : 4321.5;
     tjl_stats d = run_fresh();
-    if (d.compiled != 0 || d.disk_hits != 1) {
+    if (d.compiled != !trusted || d.disk_hits != trusted) {
         fprintf(stderr, "cache child: %lld compiled, %lld from disk\n", (long long)d.compiled,
                 (long long)d.disk_hits);
         return 1;
     }
 #else
     (void)dir;
+    (void)trusted;
 #endif
     return 0;
 }
@@ -617,7 +657,8 @@ static void the_chain_vectorises(void **state) {
 
 int main(int argc, char **argv) {
     self_path = argv[0];
-    if (argc == 3 && !strcmp(argv[1], "--cache-child")) return cache_child(argv[2]);
+    if (argc == 3 && !strcmp(argv[1], "--cache-child")) return cache_child(argv[2], true);
+    if (argc == 3 && !strcmp(argv[1], "--untrusted-cache-child")) return cache_child(argv[2], false);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_fusible_op_has_an_emitter),
         cmocka_unit_test(ops_alone_match_libm_mode_exactly),
@@ -625,6 +666,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(big_kernels_split_across_threads),
         cmocka_unit_test(one_compile_per_spec),
         cmocka_unit_test(disk_cache_serves_a_second_process),
+        cmocka_unit_test(untrusted_cache_directory_is_not_loaded),
         cmocka_unit_test(portable_runner_takes_over_with_the_reason),
         cmocka_unit_test(concurrent_compiles),
         cmocka_unit_test(the_chain_vectorises),

@@ -17,18 +17,6 @@
  */
 #include "backends/cuda/linalg.h"
 
-#ifndef TJIT_HAVE_CUDNN
-
-tj_status tjcu_dnn_conv(const char *op, tj_device dev, tjcu_conv_kind kind,
-                        const tjc_conv_geom *g, tj_dtype dtype, void *x, void *w, void *y,
-                        double beta, bool *used) {
-    (void)op, (void)dev, (void)kind, (void)g, (void)dtype, (void)x, (void)w, (void)y, (void)beta;
-    *used = false;
-    return TJ_OK;
-}
-
-#else
-
 #include <cudnn.h>
 #include <limits.h>
 #include <pthread.h>
@@ -427,5 +415,3 @@ tj_status tjcu_dnn_conv(const char *op, tj_device dev, tjcu_conv_kind kind,
     }
     return st;
 }
-
-#endif

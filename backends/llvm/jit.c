@@ -6,17 +6,16 @@
  * identical kernel (another group or program with the same code) shares the
  * loaded copy, counted by references and unloaded with the last one; and
  * with TJIT_CACHE_DIR (or TJIT_LLVM_CACHE=1: $XDG_CACHE_HOME/tjit) the object
- * code is kept on disk, so a second process links it without compiling. */
-#include <errno.h>
+ * code is kept in the disk cache (fuser/disk_cache.h, which decides whether
+ * the directory can be trusted), so a second process links it without
+ * compiling. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -27,10 +26,10 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "core/pw_math.h"
+#include "fuser/disk_cache.h"
 #include "internal.h"
 
 #define KEY_VERSION "; tjit llvm kernel v1\n" /* bump when the generator's output changes meaning */
-#define CACHE_MAGIC "TJITOBJ1"
 
 struct tjl_code {
     tjl_code *next;
@@ -196,84 +195,6 @@ static bool rename_kernel(tjl_ir *ir, const char *name, const char *symbol) {
     return true;
 }
 
-/* ---- the on-disk cache -------------------------------------------------------- */
-
-static bool cache_dir(char *dir, size_t n) {
-    const char *d = getenv("TJIT_CACHE_DIR");
-    if (d && d[0]) {
-        snprintf(dir, n, "%s", d);
-    } else {
-        const char *on = getenv("TJIT_LLVM_CACHE");
-        if (!on || strcmp(on, "1")) return false;
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0]) snprintf(dir, n, "%s/tjit", xdg);
-        else if (home && home[0]) snprintf(dir, n, "%s/.cache/tjit", home);
-        else return false;
-    }
-    return true;
-}
-
-/* The object code stored for key, or NULL (a missing, unreadable or
- * mismatching file is just a miss). */
-static LLVMMemoryBufferRef cache_read(const char *dir, const char *symbol, const char *key) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s.o", dir, symbol) >= (int)sizeof path) return NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    LLVMMemoryBufferRef buf = NULL;
-    char magic[8];
-    uint64_t key_len = 0;
-    size_t want = strlen(key);
-    char *data = NULL;
-    if (fread(magic, 1, 8, f) == 8 && !memcmp(magic, CACHE_MAGIC, 8) && fread(&key_len, 8, 1, f) == 1 &&
-        key_len == want && fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        long obj = size - 16 - (long)key_len;
-        if (obj > 0 && fseek(f, 16, SEEK_SET) == 0 && (data = malloc((size_t)size))) {
-            if (fread(data, 1, (size_t)(size - 16), f) == (size_t)(size - 16) && !memcmp(data, key, key_len))
-                buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data + key_len, (size_t)obj, symbol);
-        }
-    }
-    free(data);
-    fclose(f);
-    return buf;
-}
-
-static void mkdirs(const char *dir) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = 0;
-            mkdir(p, 0755);
-            *s = '/';
-        }
-    mkdir(p, 0755);
-}
-
-/* Written to a temporary file and renamed, so readers never see half a file. */
-static void cache_write(const char *dir, const char *symbol, const char *key, LLVMMemoryBufferRef obj) {
-    mkdirs(dir);
-    char tmp[4096], path[4096];
-    if (snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", dir, symbol) >= (int)sizeof tmp ||
-        snprintf(path, sizeof path, "%s/%s.o", dir, symbol) >= (int)sizeof path)
-        return;
-    int fd = mkstemp(tmp);
-    if (fd < 0) return;
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        close(fd);
-        unlink(tmp);
-        return;
-    }
-    uint64_t key_len = strlen(key);
-    bool ok = fwrite(CACHE_MAGIC, 1, 8, f) == 8 && fwrite(&key_len, 8, 1, f) == 1 &&
-              fwrite(key, 1, key_len, f) == key_len &&
-              fwrite(LLVMGetBufferStart(obj), 1, LLVMGetBufferSize(obj), f) == LLVMGetBufferSize(obj);
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) unlink(tmp);
-}
-
 /* ---- loading ------------------------------------------------------------------ */
 
 static uint64_t fnv1a(const char *s, uint64_t h) {
@@ -364,9 +285,14 @@ tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
         atomic_fetch_add(&J.memory_hits, 1);
         goto done;
     }
-    char dir[4096];
-    bool cached = cache_dir(dir, sizeof dir);
-    LLVMMemoryBufferRef obj = cached ? cache_read(dir, symbol, key) : NULL;
+    char file[64];
+    snprintf(file, sizeof file, "%s.o", symbol);
+    LLVMMemoryBufferRef obj = NULL;
+    void *stored = NULL;
+    size_t stored_size = 0;
+    if (tjf_disk_cache_read(file, key, &stored, &stored_size) && stored_size > 0)
+        obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(stored, stored_size, symbol);
+    free(stored);
     t.disk_hit = obj != NULL;
     if (!obj) {
         if (!rename_kernel(ir, name, symbol)) {
@@ -380,7 +306,7 @@ tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
         t.optimise_ms = t2 - t1;
         t.codegen_ms = now_ms() - t2;
         if (!obj) goto done;
-        if (cached) cache_write(dir, symbol, key, obj);
+        tjf_disk_cache_write(file, key, LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
     }
     double t3 = now_ms();
     bool shared = false;

@@ -68,15 +68,24 @@ int tj_cuda_device_count(void);
 /* Waits for the work queued on every CUDA device; an error a kernel raised
  * asynchronously is reported here, naming the kernel. */
 tj_status tj_cuda_synchronize(void);
-/* Whether f32 matmul and convolution on a GPU may use TF32 tensor cores
- * (inputs rounded to a 10-bit mantissa: faster, about 1e-3 relative error).
- * Off by default, so f32 results stay within f32 rounding of the CPU's. */
+
+/* Device memory as the caching allocator sees it: bytes handed to tensors and
+ * scratch (allocated) and bytes taken from the driver (reserved), their peaks,
+ * and how often the driver was called. Replay in a steady state makes no
+ * driver calls. */
+typedef struct tj_memory_stats {
+    size_t allocated, reserved, peak_allocated, peak_reserved;
+    uint64_t driver_allocs, driver_frees, cache_hits, oom_retries;
+} tj_memory_stats;
+tj_status tj_cuda_memory_stats(int device, tj_memory_stats *out);
+/* Gives every cached, unused block back to the driver (after the queued work). */
+tj_status tj_cuda_empty_cache(void);
+/* f32 matrix products on CUDA may use TF32 tensor cores (off by default: full
+ * f32 precision, as on the CPU). */
 void tj_cuda_set_allow_tf32(bool allow);
 bool tj_cuda_allow_tf32(void);
-/* Benchmark mode for cuDNN convolutions: the first call of each problem
- * (sizes, dtype, stride, padding, ...) times every algorithm and keeps the
- * fastest for later calls, as PyTorch's cudnn.benchmark; off by default
- * (cuDNN's heuristics choose, also cached per problem). */
+/* Convolutions time cuDNN's candidate algorithms once per shape and keep the
+ * fastest (off by default: cuDNN's heuristics choose). */
 void tj_cuda_set_cudnn_benchmark(bool on);
 bool tj_cuda_cudnn_benchmark(void);
 
@@ -107,6 +116,11 @@ tj_tensor *tj_full_on(const int64_t *sizes, int ndim, double value, tj_dtype dty
 /* A contiguous copy of t on device (t itself, retained, when it is there
  * already). Ops take tensors of one device; this is how data moves. */
 tj_tensor *tj_to_device(tj_tensor *t, tj_device device);
+/* Moves t's data to device in place, as a module's .to(device) moves its
+ * parameters: t keeps its identity (pointers to it in parameter structs stay
+ * valid) and becomes contiguous there; other views of its old storage keep
+ * the old data. */
+tj_status tj_move_to_device(tj_tensor *t, tj_device device);
 
 int tj_ndim(const tj_tensor *t);
 const int64_t *tj_sizes(const tj_tensor *t);
