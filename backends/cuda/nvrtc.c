@@ -1,0 +1,98 @@
+/* nvrtc.c — tjcu_nvrtc_compile over NVRTC's C API (nvrtc.h). */
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/sources.h"
+#include "core/core.h"
+
+static bool valid_arch(const char *arch, bool want_cubin) {
+    const char *digits = !strncmp(arch, "sm_", 3) ? arch + 3 : !strncmp(arch, "compute_", 8) ? arch + 8 : NULL;
+    if (!digits || !digits[0] || (want_cubin && digits != arch + 3)) return false;
+    for (const char *c = digits; *c; c++)
+        if ((*c < '0' || *c > '9') && !(c[1] == '\0' && (*c == 'a' || *c == 'f'))) return false;
+    return true;
+}
+
+/* The log's first lines, for a message. */
+static void log_head(nvrtcProgram prog, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    if (nvrtcGetProgramLogSize(prog, &len) != NVRTC_SUCCESS || len <= 1) return;
+    char *log = malloc(len);
+    if (!log) return;
+    if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
+        snprintf(buf, n, "%s", log);
+        int lines = 0;
+        for (char *c = buf; *c; c++)
+            if (*c == '\n' && ++lines == 12) {
+                c[1] = '\0';
+                break;
+            }
+    }
+    free(log);
+}
+
+tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *arch, bool want_cubin,
+                             char **image, size_t *size) {
+    if (!image || !size) return tjc_error(TJ_ERR_ARG, "tjcu_nvrtc_compile: no place for the image");
+    *image = NULL;
+    *size = 0;
+    if (!name || !source || !arch) return tjc_error(TJ_ERR_ARG, "tjcu_nvrtc_compile: no name, source or arch");
+    if (!valid_arch(arch, want_cubin))
+        return tjc_error(TJ_ERR_ARG, "tjcu_nvrtc_compile: %s: architecture '%s' is not sm_NN%s", name, arch,
+                         want_cubin ? "" : " or compute_NN");
+    const char *header = tjcu_source_text("tjcu_builtins.h");
+    if (!header) return tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: tjcu_builtins.h is not embedded");
+    const char *header_name = "tjcu_builtins.h";
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 1, &header, &header_name);
+    if (r != NVRTC_SUCCESS)
+        return tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: %s: nvrtcCreateProgram: %s", name,
+                         nvrtcGetErrorString(r));
+    char arch_opt[64];
+    snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
+    const char *opts[] = {"-std=c++17", arch_opt};
+    tj_status s = TJ_OK;
+    r = nvrtcCompileProgram(prog, 2, opts);
+    if (r != NVRTC_SUCCESS) {
+        char log[800];
+        log_head(prog, log, sizeof log);
+        s = tjc_error(r == NVRTC_ERROR_COMPILATION ? TJ_ERR_UNSUPPORTED : TJ_ERR_INTERNAL,
+                      "tjcu_nvrtc_compile: %s for %s: %s:\n%s", name, arch, nvrtcGetErrorString(r), log);
+        goto done;
+    }
+    size_t n = 0;
+    r = want_cubin ? nvrtcGetCUBINSize(prog, &n) : nvrtcGetPTXSize(prog, &n);
+    char *out = r == NVRTC_SUCCESS ? malloc(n + 1) : NULL;
+    if (out) r = want_cubin ? nvrtcGetCUBIN(prog, out) : nvrtcGetPTX(prog, out);
+    if (r != NVRTC_SUCCESS || !out) {
+        free(out);
+        s = r != NVRTC_SUCCESS ? tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: %s for %s: %s", name, arch,
+                                           nvrtcGetErrorString(r))
+                               : tjc_error(TJ_ERR_MEMORY, "tjcu_nvrtc_compile: out of memory");
+        goto done;
+    }
+    out[n] = '\0';
+    if (!want_cubin && n > 0 && out[n - 1] == '\0') n--; /* NVRTC's PTX size counts its NUL */
+    *image = out;
+    *size = n;
+done:
+    nvrtcDestroyProgram(&prog);
+    return s;
+}
+
+static char version[32];
+static void read_version(void) {
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS) snprintf(version, sizeof version, "%d.%d", major, minor);
+}
+
+const char *tjcu_nvrtc_version(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, read_version);
+    return version;
+}

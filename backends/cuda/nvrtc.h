@@ -1,0 +1,24 @@
+/* nvrtc.h — compiling tjit's CUDA sources with NVRTC, the toolkit's runtime
+ * compiler (a library: it needs neither a GPU nor a driver). Every source is
+ * compiled with tjcu_builtins.h as an in-memory header, C++17, for one
+ * architecture. Prefix tjcu_nvrtc_.
+ */
+#ifndef TJIT_CUDA_NVRTC_H
+#define TJIT_CUDA_NVRTC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tjit/tjit.h"
+
+/* Compiles source (named name in messages) for arch ("sm_90"; "compute_90"
+ * for PTX only) to PTX, or to a cubin when want_cubin. *image is malloc'd
+ * (the caller frees it) and NUL-terminated; *size does not count that NUL.
+ * A compile error returns TJ_ERR_UNSUPPORTED with NVRTC's log. */
+tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *arch, bool want_cubin,
+                             char **image, size_t *size);
+
+/* NVRTC's version, "13.0" (part of any cache key for its output). */
+const char *tjcu_nvrtc_version(void);
+
+#endif

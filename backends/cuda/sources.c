@@ -1,0 +1,65 @@
+/* sources.c — lookups in the embedded table and the walk over every kernel
+ * source, embedded and generated (sources.h). */
+#include <pthread.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "sources.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static tjcu_source_provider providers[TJCU_MAX_PROVIDERS];
+static int n_providers;
+
+const char *tjcu_source_text(const char *name) {
+    for (int i = 0; name && i < tjcu_n_embedded_sources; i++)
+        if (!strcmp(tjcu_embedded_sources[i].name, name)) return tjcu_embedded_sources[i].text;
+    return NULL;
+}
+
+static bool is_kernel_source(const char *name) {
+    size_t n = strlen(name);
+    return n > 3 && !strcmp(name + n - 3, ".cu");
+}
+
+bool tjcu_for_each_source(tjcu_source_fn fn, void *ctx) {
+    for (int i = 0; i < tjcu_n_embedded_sources; i++)
+        if (is_kernel_source(tjcu_embedded_sources[i].name) &&
+            !fn(ctx, tjcu_embedded_sources[i].name, tjcu_embedded_sources[i].text))
+            return false;
+    /* a snapshot, so a provider may take its time without holding the lock */
+    pthread_mutex_lock(&lock);
+    tjcu_source_provider list[TJCU_MAX_PROVIDERS];
+    int n = n_providers;
+    memcpy(list, providers, sizeof list);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < n; i++)
+        if (!list[i](fn, ctx)) return false;
+    return true;
+}
+
+tj_status tjcu_add_source_provider(tjcu_source_provider p) {
+    if (!p) return tjc_error(TJ_ERR_ARG, "tjcu_add_source_provider: no provider");
+    tj_status s = TJ_OK;
+    pthread_mutex_lock(&lock);
+    int i = 0;
+    while (i < n_providers && providers[i] != p) i++;
+    if (i == n_providers) {
+        if (n_providers == TJCU_MAX_PROVIDERS)
+            s = tjc_error(TJ_ERR_UNSUPPORTED, "tjcu_add_source_provider: already %d providers", TJCU_MAX_PROVIDERS);
+        else
+            providers[n_providers++] = p;
+    }
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+void tjcu_remove_source_provider(tjcu_source_provider p) {
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_providers; i++)
+        if (providers[i] == p) {
+            memmove(providers + i, providers + i + 1, (size_t)(n_providers - i - 1) * sizeof *providers);
+            n_providers--;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,169 @@
+/* test_cuda_nvrtc.c — every CUDA source tjit holds (the embedded
+ * .cu files of backends/cuda/kernels and what providers generate, through
+ * tjcu_for_each_source) compiles with NVRTC to PTX for sm_80 and sm_90, and
+ * the toolkit's ptxas accepts the PTX; a cubin comes out when asked for; an
+ * error returns NVRTC's log; and a provider's sources join the walk. No GPU
+ * is needed. Built without the CUDA backend, every test is skipped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "tests/support/runtime_testing.h"
+#ifdef TJIT_HAVE_CUDA
+#include "backends/cuda/nvrtc.h"
+#include "backends/cuda/sources.h"
+
+static const char *const archs[] = {"sm_80", "sm_90"};
+
+typedef struct walk {
+    char *dir;
+    int sources, compiled;
+    char failure[1200];
+} walk;
+
+/* Compiles one source for every arch and runs ptxas on each PTX; stops at the first failure. */
+static bool compile_and_assemble(void *ctx, const char *name, const char *text) {
+    walk *w = ctx;
+    w->sources++;
+    for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
+        char *ptx = NULL;
+        size_t size = 0;
+        if (tjcu_nvrtc_compile(name, text, archs[a], false, &ptx, &size) != TJ_OK) {
+            snprintf(w->failure, sizeof w->failure, "NVRTC: %s", tj_last_error());
+            return false;
+        }
+        char file[300], *path, cmd[1200];
+        snprintf(file, sizeof file, "%s.%s.ptx", name, archs[a]);
+        path = tt_path(w->dir, file);
+        tt_write_file(path, ptx, size);
+        free(ptx);
+        snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, archs[a], path);
+        FILE *p = popen(cmd, "r");
+        char out[600] = "";
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = '\0';
+        int status = p ? pclose(p) : -1;
+        free(path);
+        if (status != 0 || got) { /* a warning fails too */
+            snprintf(w->failure, sizeof w->failure, "ptxas -arch=%s on %s (status %d): %s", archs[a], name, status, out);
+            return false;
+        }
+        w->compiled++;
+    }
+    return true;
+}
+
+static void test_every_source_compiles_and_assembles(void **state) {
+    (void)state;
+    walk w = {.dir = tt_mkdtemp()};
+    bool done = tjcu_for_each_source(compile_and_assemble, &w);
+    tt_rmtree(w.dir);
+    if (!done) fail_msg("%s", w.failure);
+    assert_true(w.sources >= 1);
+    assert_int_equal(w.compiled, w.sources * 2);
+    printf("NVRTC %s: %d sources x 2 archs compiled, ptxas accepted all\n", tjcu_nvrtc_version(), w.sources);
+}
+
+/* ---- providers -------------------------------------------------------------------- */
+
+static bool generated(tjcu_source_fn fn, void *ctx) {
+    return fn(ctx, "generated_scale.cu",
+              "#include \"tjcu_builtins.h\"\n"
+              "extern \"C\" __global__ void generated_scale(int64_t n, float a, float *x) {\n"
+              "    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "    if (i < n) x[i] = __expf(a * x[i]) + tanhf(x[i]);\n"
+              "}\n"
+              "TJCU_EXPORT(generated_scale)\n");
+}
+
+static bool collect(void *ctx, const char *name, const char *text) {
+    (void)text;
+    char *names = ctx;
+    strcat(names, name);
+    strcat(names, " ");
+    return true;
+}
+
+static bool stop_at_first(void *ctx, const char *name, const char *text) {
+    (void)name, (void)text;
+    ++*(int *)ctx;
+    return false;
+}
+
+static void test_providers_join_the_walk(void **state) {
+    (void)state;
+    char names[4096] = "";
+    assert_true(tjcu_for_each_source(collect, names));
+    assert_non_null(strstr(names, "selftest.cu "));
+    assert_null(strstr(names, "tjcu_builtins.h")); /* the header is no kernel source */
+    assert_null(strstr(names, "generated_scale.cu"));
+    assert_int_equal(tjcu_add_source_provider(generated), TJ_OK);
+    assert_int_equal(tjcu_add_source_provider(generated), TJ_OK); /* once only */
+    names[0] = '\0';
+    assert_true(tjcu_for_each_source(collect, names));
+    char *g = strstr(names, "generated_scale.cu");
+    assert_non_null(g);
+    assert_null(strstr(g + 1, "generated_scale.cu"));
+    walk w = {.dir = tt_mkdtemp()};
+    bool done = tjcu_for_each_source(compile_and_assemble, &w);
+    tt_rmtree(w.dir);
+    tjcu_remove_source_provider(generated);
+    if (!done) fail_msg("%s", w.failure);
+    int calls = 0;
+    assert_false(tjcu_for_each_source(stop_at_first, &calls));
+    assert_int_equal(calls, 1);
+}
+
+/* ---- images and errors -------------------------------------------------------------- */
+
+static void test_cubin(void **state) {
+    (void)state;
+    char *image = NULL;
+    size_t size = 0;
+    if (tjcu_nvrtc_compile("selftest.cu", tjcu_source_text("selftest.cu"), "sm_90", true, &image, &size) != TJ_OK)
+        fail_msg("%s", tj_last_error());
+    assert_true(size > 1000);
+    assert_memory_equal(image, "\177ELF", 4);
+    free(image);
+    assert_int_equal(tjcu_nvrtc_compile("selftest.cu", "", "compute_90", true, &image, &size), TJ_ERR_ARG);
+    tt_assert_error("is not sm_NN");
+    assert_int_equal(tjcu_nvrtc_compile("selftest.cu", "", "gfx90a", false, &image, &size), TJ_ERR_ARG);
+    assert_null(image);
+}
+
+static void test_compile_error_has_the_log(void **state) {
+    (void)state;
+    char *image = NULL;
+    size_t size = 0;
+    const char *src = "#include \"tjcu_builtins.h\"\n"
+                      "extern \"C\" __global__ void broken(int *x) { x[threadIdx.x] = no_such_name; }\n";
+    assert_int_equal(tjcu_nvrtc_compile("broken.cu", src, "sm_80", false, &image, &size), TJ_ERR_UNSUPPORTED);
+    assert_null(image);
+    tt_assert_error("broken.cu for sm_80");
+    tt_assert_error("broken.cu(2)");
+    tt_assert_error("no_such_name");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_source_compiles_and_assembles),
+        cmocka_unit_test(test_providers_join_the_walk),
+        cmocka_unit_test(test_cubin),
+        cmocka_unit_test(test_compile_error_has_the_log),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+
+#else
+
+static void test_cuda_backend_not_built(void **state) {
+    (void)state;
+    skip();
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_cuda_backend_not_built)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
