@@ -236,6 +236,170 @@ static void test_refusals(void **state) {
     tt_context(NULL);
 }
 
+/* ---- cuBLAS's plan, checked on the host ------------------------------------------------
+ * tjcu_blas_plan_of turns a row-major strided product into column-major
+ * cublas<t>gemmStridedBatched calls. Here those calls run on host doubles as
+ * cuBLAS's documentation defines them, for operands transposed, doubly
+ * strided (packed first), broadcast and batched every way, and must give the
+ * row-major product. */
+#ifdef TJIT_HAVE_CUDA
+/* C[z] = alpha op(A[z]) op(B[z]) + beta C[z], column-major, z < count */
+static void blas_reference(const tjcu_blas_plan *p, const double *A, const double *B, double *C,
+                           double alpha, double beta) {
+    for (int64_t z = 0; z < p->count; z++)
+        for (int64_t i = 0; i < p->m; i++)
+            for (int64_t j = 0; j < p->n; j++) {
+                double s = 0;
+                for (int64_t l = 0; l < p->k; l++) {
+                    double a = p->trans_a ? A[z * p->stride_a + l + i * p->lda]
+                                          : A[z * p->stride_a + i + l * p->lda];
+                    double b = p->trans_b ? B[z * p->stride_b + j + l * p->ldb]
+                                          : B[z * p->stride_b + l + j * p->ldb];
+                    s += a * b;
+                }
+                double *c = &C[z * p->stride_c + i + j * p->ldc];
+                *c = alpha * s + (beta == 0 ? 0 : beta * *c);
+            }
+}
+
+/* The packed copy of a view, as gemm_pack_8 makes it. */
+static double *host_pack(const tjcu_tensor_arg *v, int64_t elems) {
+    double *out = test_malloc(sizeof(double) * (size_t)(elems ? elems : 1));
+    int64_t idx[TJCU_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < elems; i++) {
+        int64_t off = 0;
+        for (int d = 0; d < v->ndim; d++) off += idx[d] * v->strides[d];
+        out[i] = ((const double *)v->data)[off];
+        tt_next_index(idx, v->sizes, v->ndim);
+    }
+    return out;
+}
+
+typedef struct pgeom {
+    int64_t m, n, k;
+    int nb;
+    int64_t batch[3];
+} pgeom;
+
+/* Strides of one operand (rows x cols) in layout l, batch dims after it in
+ * order (bl 0), broadcast (bl 1, stride 0) or outer dims innermost (bl 2);
+ * returns the storage it needs. */
+static int64_t operand_strides(int64_t rows, int64_t cols, int l, int bl, const pgeom *g,
+                               int64_t *rs, int64_t *cs, int64_t *bs) {
+    int64_t span;
+    switch (l) {
+    case 0: *rs = cols, *cs = 1, span = rows * cols; break;            /* row-major */
+    case 1: *rs = 1, *cs = rows, span = rows * cols; break;            /* transposed */
+    case 2: *rs = 2 * cols + 1, *cs = 2, span = rows * (2 * cols + 1); break; /* doubly strided */
+    default: *rs = 0, *cs = 1, span = cols; break;                     /* rows broadcast */
+    }
+    int64_t stride = span;
+    if (bl == 1) {
+        for (int d = 0; d < g->nb; d++) bs[d] = 0;
+    } else if (bl == 0) {
+        for (int d = g->nb - 1; d >= 0; d--) bs[d] = stride, stride *= g->batch[d];
+    } else {
+        for (int d = 0; d < g->nb; d++) bs[d] = stride, stride *= g->batch[d];
+    }
+    return stride + 1;
+}
+
+static void test_cublas_plan(void **state) {
+    (void)state;
+    static const pgeom geoms[] = {{5, 4, 3, 0, {0}},     {1, 6, 4, 0, {0}},     {7, 1, 5, 0, {0}},
+                                  {1, 1, 9, 0, {0}},     {4, 3, 2, 1, {3}},     {3, 5, 4, 2, {2, 3}},
+                                  {2, 3, 4, 3, {2, 1, 3}}, {6, 2, 3, 2, {4, 2}}};
+    int n_plans = 0, n_packed = 0, n_folded = 0, n_looped = 0;
+    for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++)
+        for (int la = 0; la < 4; la++)
+            for (int lb = 0; lb < 3; lb++)
+                for (int ba = 0; ba < 3; ba++)
+                    for (int bb = 0; bb < 3; bb++) {
+                        const pgeom *pg = &geoms[gi];
+                        if (pg->nb == 0 && (ba || bb)) continue;
+                        tjcu_gemm g = {.dtype = TJ_F64, .m = pg->m, .n = pg->n, .k = pg->k,
+                                       .nbatch = pg->nb, .alpha = 1.5, .beta = 0.5};
+                        memcpy(g.batch, pg->batch, sizeof pg->batch);
+                        int64_t na = operand_strides(pg->m, pg->k, la, ba, pg, &g.a_rs, &g.a_cs, g.a_bs);
+                        int64_t nbs = operand_strides(pg->k, pg->n, lb, bb, pg, &g.b_rs, &g.b_cs, g.b_bs);
+                        int64_t total = 1, stride = pg->m * pg->n;
+                        for (int d = pg->nb - 1; d >= 0; d--) g.c_bs[d] = stride, stride *= pg->batch[d];
+                        total = stride;
+                        g.c_rs = pg->n, g.c_cs = 1;
+                        double *A = test_malloc(sizeof(double) * (size_t)na);
+                        double *B = test_malloc(sizeof(double) * (size_t)nbs);
+                        double *C = test_malloc(sizeof(double) * (size_t)total);
+                        double *want = test_malloc(sizeof(double) * (size_t)total);
+                        for (int64_t i = 0; i < na; i++) A[i] = (double)((i * 7 + 3) % 11) - 5;
+                        for (int64_t i = 0; i < nbs; i++) B[i] = (double)((i * 5 + 1) % 13) - 6;
+                        for (int64_t i = 0; i < total; i++) C[i] = want[i] = (double)(i % 5) - 2;
+                        g.a = A, g.b = B, g.c = C;
+                        /* the row-major product, straight from tjcu_gemm's definition */
+                        int64_t nbt = total / (pg->m * pg->n);
+                        for (int64_t z = 0; z < nbt; z++) {
+                            int64_t rem = z, ao = 0, bo = 0, co = 0;
+                            for (int d = pg->nb - 1; d >= 0; d--) {
+                                int64_t idx = rem % pg->batch[d];
+                                rem /= pg->batch[d];
+                                ao += idx * g.a_bs[d], bo += idx * g.b_bs[d], co += idx * g.c_bs[d];
+                            }
+                            for (int64_t i = 0; i < pg->m; i++)
+                                for (int64_t j = 0; j < pg->n; j++) {
+                                    double s = 0;
+                                    for (int64_t l = 0; l < pg->k; l++)
+                                        s += A[ao + i * g.a_rs + l * g.a_cs] * B[bo + l * g.b_rs + j * g.b_cs];
+                                    double *w = &want[co + i * g.c_rs + j];
+                                    *w = g.alpha * s + g.beta * *w;
+                                }
+                        }
+                        tjcu_blas_plan p;
+                        tt_context("plan geometry %zu, a layout %d batch %d, b layout %d batch %d",
+                                   gi, la, ba, lb, bb);
+                        assert_true(tjcu_blas_plan_of(&g, &p));
+                        /* cuBLAS's constraints on its arguments */
+                        assert_true(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.count >= 1 && p.calls >= 1);
+                        assert_true(p.lda >= (p.trans_a ? p.k : p.m) && p.lda <= INT32_MAX);
+                        assert_true(p.ldb >= (p.trans_b ? p.n : p.k) && p.ldb <= INT32_MAX);
+                        assert_true(p.ldc >= p.m && p.ldc <= INT32_MAX && p.stride_c >= 0);
+                        double *pa = p.pack_a ? host_pack(&p.pack_view_a, p.pack_elems_a) : NULL;
+                        double *pb = p.pack_b ? host_pack(&p.pack_view_b, p.pack_elems_b) : NULL;
+                        for (int64_t i = 0; i < p.calls; i++) {
+                            int64_t off[3];
+                            tjcu_blas_plan_offsets(&p, i, off);
+                            blas_reference(&p, (pa ? pa : B) + off[0], (pb ? pb : A) + off[1],
+                                           C + off[2], g.alpha, g.beta);
+                        }
+                        tt_ref got = tt_ref_new(&total, 1);
+                        memcpy(got.v, C, sizeof(double) * (size_t)total);
+                        for (int64_t i = 0; i < total; i++)
+                            if (got.v[i] != want[i])
+                                fail_msg("plan geometry %zu a %d/%d b %d/%d: element %lld is %g, "
+                                         "not %g", gi, la, ba, lb, bb, (long long)i, got.v[i], want[i]);
+                        tt_ref_free(&got);
+                        n_plans++;
+                        n_packed += p.pack_a || p.pack_b;
+                        n_folded += pg->nb > 0 && p.count == 1 && p.calls == 1;
+                        n_looped += p.calls > 1;
+                        test_free(pa);
+                        test_free(pb);
+                        test_free(A);
+                        test_free(B);
+                        test_free(C);
+                        test_free(want);
+                    }
+    printf("test_cublas_plan: %d plans run on the host (%d packing an operand, %d batches folded "
+           "into one product, %d looping calls)\n", n_plans, n_packed, n_folded, n_looped);
+    assert_true(n_packed > 0 && n_folded > 0 && n_looped > 0);
+    /* what cuBLAS does not take */
+    tjcu_gemm i64 = {.dtype = TJ_I64, .m = 2, .n = 2, .k = 2, .c_rs = 2, .c_cs = 1};
+    tjcu_gemm k0 = {.dtype = TJ_F32, .m = 2, .n = 2, .k = 0, .c_rs = 2, .c_cs = 1};
+    tjcu_blas_plan p;
+    assert_false(tjcu_blas_plan_of(&i64, &p));
+    assert_false(tjcu_blas_plan_of(&k0, &p));
+    tt_context(NULL);
+}
+#endif
+
 /* ---- on a GPU: cuBLAS against the own kernels; TF32 ------------------------------------- */
 
 #ifdef TJIT_HAVE_CUDA
@@ -332,6 +496,7 @@ int main(void) {
         TT_SCOPED_TEST(test_addmm),          TT_SCOPED_TEST(test_linear),
         TT_SCOPED_TEST(test_refusals),
 #ifdef TJIT_HAVE_CUDA
+        TT_SCOPED_TEST(test_cublas_plan),
         TT_SCOPED_TEST(test_cublas_against_own_kernels), TT_SCOPED_TEST(test_tf32_switch),
 #endif
     };

@@ -130,18 +130,18 @@ static tj_status handle_for(const char *op, tj_device dev, cublasHandle_t *out) 
     return TJ_OK;
 }
 
-/* ---- products ---------------------------------------------------------------------------- */
+/* ---- the plan: cuBLAS's terms for a row-major product --------------------------------- */
 
 /* How cuBLAS reads a row-major rows x cols operand (rs, cs) as the
  * column-major cols x rows matrix it needs: in place (op N, ld rs) or as the
  * transpose of what lies there (op T, ld cs). Size-1 dims take any stride. */
-static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, cublasOperation_t *op,
+static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool *trans,
                         int64_t *ld) {
     if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= cols)) {
-        *op = CUBLAS_OP_N;
+        *trans = false;
         *ld = rows <= 1 ? (cols > 1 ? cols : 1) : rs;
     } else if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= rows)) {
-        *op = CUBLAS_OP_T;
+        *trans = true;
         *ld = cols <= 1 ? (rows > 1 ? rows : 1) : cs;
     } else {
         return false;
@@ -149,143 +149,151 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, cubl
     return *ld >= 1 && *ld <= INT_MAX;
 }
 
-/* One operand of the product as cuBLAS takes it. */
-typedef struct operand {
-    const char *p;
-    int64_t rows, cols, rs, cs;
-    int64_t bs[TJ_MAX_DIMS];
-    cublasOperation_t op;
-    int64_t ld;
-    void *packed; /* scratch holding a packed copy, or NULL */
-} operand;
-
-/* Packs x (with its batch dims) into contiguous scratch when its layout does
- * not fit cuBLAS. */
-static tj_status fit_operand(const char *op, tj_device dev, operand *x, const int64_t *batch,
-                             int nbatch, size_t es) {
-    x->packed = NULL;
-    if (blas_layout(x->rows, x->cols, x->rs, x->cs, &x->op, &x->ld)) return TJ_OK;
-    tjcu_tensor_arg v = {.data = (void *)x->p, .ndim = nbatch + 2, .contiguous = 0};
-    int64_t count = x->rows * x->cols;
-    for (int d = 0; d < nbatch; d++) v.sizes[d] = batch[d], v.strides[d] = x->bs[d];
-    v.sizes[nbatch] = x->rows, v.strides[nbatch] = x->rs;
-    v.sizes[nbatch + 1] = x->cols, v.strides[nbatch + 1] = x->cs;
-    for (int d = 0; d < nbatch; d++) count *= batch[d];
-    if (!(x->packed = tjcu_malloc(dev, (size_t)count * es))) return tj_last_status();
-    tj_status st = tjcu_pack(op, dev, &v, es, x->packed);
-    if (st) return st;
-    x->p = x->packed;
-    x->rs = x->cols, x->cs = 1;
-    int64_t stride = x->rows * x->cols;
-    for (int d = nbatch - 1; d >= 0; d--) x->bs[d] = stride, stride *= batch[d];
-    blas_layout(x->rows, x->cols, x->rs, x->cs, &x->op, &x->ld);
-    return TJ_OK;
+/* One of our operands (rows x cols, batch strides bs over the plan's batch
+ * dims) as cuBLAS reads it: in place, or packed when its layout does not fit. */
+static void plan_operand(const void *data, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                         int64_t *bs, const int64_t *batch, int nb, bool *trans, int64_t *ld,
+                         bool *pack, tjcu_tensor_arg *view, int64_t *elems) {
+    *pack = !blas_layout(rows, cols, rs, cs, trans, ld);
+    if (!*pack) return;
+    *view = (tjcu_tensor_arg){.data = (void *)data, .ndim = nb + 2, .contiguous = 0};
+    for (int d = 0; d < nb; d++) view->sizes[d] = batch[d], view->strides[d] = bs[d];
+    view->sizes[nb] = rows, view->strides[nb] = rs;
+    view->sizes[nb + 1] = cols, view->strides[nb + 1] = cs;
+    int64_t stride = rows * cols;
+    for (int d = nb - 1; d >= 0; d--) bs[d] = stride, stride *= batch[d];
+    *elems = stride;
+    blas_layout(rows, cols, cols, 1, trans, ld);
 }
 
-static cublasStatus_t strided_batched(cublasHandle_t h, tj_dtype dt, const operand *a,
-                                      const operand *b, int64_t m, int64_t n, int64_t k,
-                                      double alpha, double beta, char *c, int64_t ldc,
-                                      int64_t sa, int64_t sb, int64_t sc, int64_t count) {
-    /* C^T [n, m] = op(B^T) [n, k] * op(A^T) [k, m] in column-major terms */
-    if (dt == TJ_F32) {
-        float al = (float)alpha, be = (float)beta;
-        return cublasSgemmStridedBatched(h, b->op, a->op, (int)n, (int)m, (int)k, &al,
-                                         (const float *)b->p, (int)b->ld, sb, (const float *)a->p,
-                                         (int)a->ld, sa, &be, (float *)c, (int)ldc, sc, (int)count);
-    }
-    return cublasDgemmStridedBatched(h, b->op, a->op, (int)n, (int)m, (int)k, &alpha,
-                                     (const double *)b->p, (int)b->ld, sb, (const double *)a->p,
-                                     (int)a->ld, sa, &beta, (double *)c, (int)ldc, sc, (int)count);
-}
-
-/* The product over nb batch dims: the innermost dims whose strides collapse
- * for A, B and C go to one strided-batched call, the outer ones are looped. */
-static tj_status run_batches(const char *op, cublasHandle_t h, const tjcu_gemm *g,
-                             const operand *a, const operand *b, const int64_t *batch,
-                             const int64_t *cbs, int nb, int64_t m, int64_t ldc) {
-    size_t es = tj_dtype_size(g->dtype);
-    int inner = nb;
-    int64_t sa = 0, sb = 0, sc = m * g->n;
-    while (inner > 0) {
-        int64_t ta, tb, tc;
-        int lo = inner - 1, len = nb - lo;
-        if (!tjcu_collapse(batch + lo, a->bs + lo, len, &ta) ||
-            !tjcu_collapse(batch + lo, b->bs + lo, len, &tb) ||
-            !tjcu_collapse(batch + lo, cbs + lo, len, &tc))
-            break;
-        inner = lo, sa = ta, sb = tb, sc = tc;
-    }
-    int64_t count = 1, outer = 1;
-    for (int d = inner; d < nb; d++) count *= batch[d];
-    for (int d = 0; d < inner; d++) outer *= batch[d];
-    for (int64_t o = 0; o < outer; o++) {
-        int64_t rem = o, ao = 0, bo = 0, co = 0;
-        for (int d = inner - 1; d >= 0; d--) {
-            int64_t idx = rem % batch[d];
-            rem /= batch[d];
-            ao += idx * a->bs[d], bo += idx * b->bs[d], co += idx * cbs[d];
-        }
-        operand ai = *a, bi = *b;
-        ai.p += ao * (int64_t)es, bi.p += bo * (int64_t)es;
-        cublasStatus_t bs = strided_batched(h, g->dtype, &ai, &bi, m, g->n, g->k, g->alpha,
-                                            g->beta, (char *)g->c + co * (int64_t)es, ldc, sa, sb,
-                                            sc, count);
-        if (bs != CUBLAS_STATUS_SUCCESS)
-            return blas_error(op, g->dtype == TJ_F32 ? "cublasSgemmStridedBatched"
-                                                     : "cublasDgemmStridedBatched", bs);
-    }
-    return TJ_OK;
-}
-
-tj_status tjcu_gemm_cublas(const char *op, tj_device dev, const tjcu_gemm *g, bool *used) {
-    *used = false;
-    if (g->dtype != TJ_F32 && g->dtype != TJ_F64) return TJ_OK;
-    size_t es = tj_dtype_size(g->dtype);
-    /* batch dims of size 1 move nothing */
+bool tjcu_blas_plan_of(const tjcu_gemm *g, tjcu_blas_plan *p) {
+    memset(p, 0, sizeof *p);
+    if (g->dtype != TJ_F32 && g->dtype != TJ_F64) return false;
+    /* our A [m, k] and B [k, n]; batch dims of size 1 move nothing */
     int nb = 0;
-    int64_t batch[TJ_MAX_DIMS], cbs[TJ_MAX_DIMS], total = 1;
-    operand a = {.p = g->a, .rows = g->m, .cols = g->k, .rs = g->a_rs, .cs = g->a_cs};
-    operand b = {.p = g->b, .rows = g->k, .cols = g->n, .rs = g->b_rs, .cs = g->b_cs};
+    int64_t batch[TJ_MAX_DIMS], abs_[TJ_MAX_DIMS], bbs[TJ_MAX_DIMS], cbs[TJ_MAX_DIMS], total = 1;
     for (int d = 0; d < g->nbatch; d++) {
         if (g->batch[d] == 1) continue;
-        batch[nb] = g->batch[d], a.bs[nb] = g->a_bs[d], b.bs[nb] = g->b_bs[d];
+        batch[nb] = g->batch[d], abs_[nb] = g->a_bs[d], bbs[nb] = g->b_bs[d];
         cbs[nb++] = g->c_bs[d];
         total *= g->batch[d];
     }
-    int64_t m = g->m, n = g->n, k = g->k, c_rs = g->c_rs;
-    if (m <= 0 || n <= 0 || total <= 0) {
-        *used = true;
-        return TJ_OK;
-    }
+    int64_t m = g->m, n = g->n, k = g->k, a_rs = g->a_rs, c_rs = g->c_rs;
+    if (m <= 0 || n <= 0 || total <= 0) return true; /* nothing to compute: no calls */
     /* k == 0 is the own kernel's (C = beta C); C must have unit column stride */
-    if (k <= 0 || (n > 1 && g->c_cs != 1)) return TJ_OK;
+    if (k <= 0 || (n > 1 && g->c_cs != 1)) return false;
 
     /* a shared B and A's rows running on through its batch dims: one tall product */
     bool b_shared = true;
-    for (int d = 0; d < nb; d++) b_shared = b_shared && b.bs[d] == 0;
+    for (int d = 0; d < nb; d++) b_shared = b_shared && bbs[d] == 0;
     if (nb > 0 && b_shared) {
         int64_t sizes[TJ_MAX_DIMS + 1], as[TJ_MAX_DIMS + 1], cs[TJ_MAX_DIMS + 1], astep, cstep;
-        for (int d = 0; d < nb; d++) sizes[d] = batch[d], as[d] = a.bs[d], cs[d] = cbs[d];
-        sizes[nb] = m, as[nb] = a.rs, cs[nb] = c_rs;
+        for (int d = 0; d < nb; d++) sizes[d] = batch[d], as[d] = abs_[d], cs[d] = cbs[d];
+        sizes[nb] = m, as[nb] = a_rs, cs[nb] = c_rs;
         if (tjcu_collapse(sizes, as, nb + 1, &astep) && tjcu_collapse(sizes, cs, nb + 1, &cstep) &&
-            astep != 0) {
-            m *= total, a.rows = m, a.rs = astep, c_rs = cstep;
+            astep != 0 && cstep != 0) {
+            m *= total, a_rs = astep, c_rs = cstep;
             nb = 0, total = 1;
         }
     }
-    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || total > INT_MAX) return TJ_OK;
-    int64_t ldc = m <= 1 ? (n > 1 ? n : 1) : c_rs;
-    if (ldc < n || ldc > INT_MAX) return TJ_OK;
+    if (m > INT_MAX || n > INT_MAX || k > INT_MAX || total > INT_MAX) return false;
+    /* C^T [n, m] (column-major, ld c_rs) = op(B^T) [n, k] * op(A^T) [k, m]:
+     * cuBLAS's A is our B, its B our A */
+    int64_t ldc = m <= 1 ? n : c_rs;
+    if (ldc < n || ldc > INT_MAX) return false;
+    p->m = n, p->n = m, p->k = k, p->ldc = ldc;
+    plan_operand(g->b, k, n, g->b_rs, g->b_cs, bbs, batch, nb, &p->trans_a, &p->lda, &p->pack_a,
+                 &p->pack_view_a, &p->pack_elems_a);
+    plan_operand(g->a, m, k, a_rs, g->a_cs, abs_, batch, nb, &p->trans_b, &p->ldb, &p->pack_b,
+                 &p->pack_view_b, &p->pack_elems_b);
+    /* the innermost batch dims whose strides collapse for all three go to one
+     * strided-batched call; the outer ones are looped */
+    int inner = nb;
+    p->stride_a = 0, p->stride_b = 0, p->stride_c = m * n;
+    while (inner > 0) {
+        int64_t ta, tb, tc;
+        int lo = inner - 1, len = nb - lo;
+        if (!tjcu_collapse(batch + lo, bbs + lo, len, &ta) ||
+            !tjcu_collapse(batch + lo, abs_ + lo, len, &tb) ||
+            !tjcu_collapse(batch + lo, cbs + lo, len, &tc))
+            break;
+        inner = lo, p->stride_a = ta, p->stride_b = tb, p->stride_c = tc;
+    }
+    p->count = 1, p->calls = 1;
+    for (int d = inner; d < nb; d++) p->count *= batch[d];
+    for (int d = 0; d < inner; d++) {
+        p->calls *= batch[d];
+        p->outer[d] = batch[d], p->outer_a[d] = bbs[d], p->outer_b[d] = abs_[d];
+        p->outer_c[d] = cbs[d];
+    }
+    p->n_outer = inner;
+    return true;
+}
 
+void tjcu_blas_plan_offsets(const tjcu_blas_plan *p, int64_t call, int64_t off[3]) {
+    off[0] = off[1] = off[2] = 0;
+    for (int d = p->n_outer - 1; d >= 0; d--) {
+        int64_t idx = call % p->outer[d];
+        call /= p->outer[d];
+        off[0] += idx * p->outer_a[d], off[1] += idx * p->outer_b[d], off[2] += idx * p->outer_c[d];
+    }
+}
+
+/* ---- running it ------------------------------------------------------------------------ */
+
+static cublasStatus_t strided_batched(cublasHandle_t h, tj_dtype dt, const tjcu_blas_plan *p,
+                                      const char *a, const char *b, char *c, double alpha,
+                                      double beta) {
+    cublasOperation_t ta = p->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = p->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (dt == TJ_F32) {
+        float al = (float)alpha, be = (float)beta;
+        return cublasSgemmStridedBatched(h, ta, tb, (int)p->m, (int)p->n, (int)p->k, &al,
+                                         (const float *)a, (int)p->lda, p->stride_a,
+                                         (const float *)b, (int)p->ldb, p->stride_b, &be,
+                                         (float *)c, (int)p->ldc, p->stride_c, (int)p->count);
+    }
+    return cublasDgemmStridedBatched(h, ta, tb, (int)p->m, (int)p->n, (int)p->k, &alpha,
+                                     (const double *)a, (int)p->lda, p->stride_a,
+                                     (const double *)b, (int)p->ldb, p->stride_b, &beta,
+                                     (double *)c, (int)p->ldc, p->stride_c, (int)p->count);
+}
+
+/* buf = the packed copy of view (elems elements), or NULL when not packed. */
+static tj_status pack_operand(const char *op, tj_device dev, bool pack,
+                              const tjcu_tensor_arg *view, int64_t elems, size_t es, void **buf) {
+    *buf = NULL;
+    if (!pack) return TJ_OK;
+    if (!(*buf = tjcu_malloc(dev, (size_t)elems * es))) return tj_last_status();
+    return tjcu_pack(op, dev, view, es, *buf);
+}
+
+tj_status tjcu_gemm_cublas(const char *op, tj_device dev, const tjcu_gemm *g, bool *used) {
+    tjcu_blas_plan p;
+    *used = tjcu_blas_plan_of(g, &p);
+    if (!*used || p.m == 0) return TJ_OK;
     cublasHandle_t h = NULL;
     tj_status st = handle_for(op, dev, &h);
     if (st) return st;
-    *used = true;
-    if (!(st = fit_operand(op, dev, &a, batch, nb, es)) &&
-        !(st = fit_operand(op, dev, &b, batch, nb, es)))
-        st = run_batches(op, h, g, &a, &b, batch, cbs, nb, m, ldc);
+    size_t es = tj_dtype_size(g->dtype);
+    void *pa = NULL, *pb = NULL;
+    if (!(st = pack_operand(op, dev, p.pack_a, &p.pack_view_a, p.pack_elems_a, es, &pa)) &&
+        !(st = pack_operand(op, dev, p.pack_b, &p.pack_view_b, p.pack_elems_b, es, &pb))) {
+        const char *a = pa ? pa : g->b, *b = pb ? pb : g->a; /* cuBLAS's A is our B */
+        for (int64_t i = 0; i < p.calls && !st; i++) {
+            int64_t off[3];
+            tjcu_blas_plan_offsets(&p, i, off);
+            cublasStatus_t bs = strided_batched(h, g->dtype, &p, a + off[0] * (int64_t)es,
+                                                b + off[1] * (int64_t)es,
+                                                (char *)g->c + off[2] * (int64_t)es, g->alpha,
+                                                g->beta);
+            if (bs != CUBLAS_STATUS_SUCCESS)
+                st = blas_error(op, g->dtype == TJ_F32 ? "cublasSgemmStridedBatched"
+                                                       : "cublasDgemmStridedBatched", bs);
+        }
+    }
     /* queued work holds the scratch until it runs: stream order makes this safe */
-    if (a.packed) tjcu_free(dev, a.packed);
-    if (b.packed) tjcu_free(dev, b.packed);
+    if (pa) tjcu_free(dev, pa);
+    if (pb) tjcu_free(dev, pb);
     return st;
 }

@@ -40,9 +40,33 @@ typedef struct tjcu_gemm {
 tj_status tjcu_gemm_run(const char *op, tj_device dev, const tjcu_gemm *g);
 /* Always the backend's own kernel. */
 tj_status tjcu_gemm_kernel(const char *op, tj_device dev, const tjcu_gemm *g);
-/* cuBLAS; *used is false (and nothing is queued) when it does not take g:
- * i64, k == 0, or sizes beyond its int range. */
+/* cuBLAS, as tjcu_blas_plan_of plans it; *used is false (and nothing is
+ * queued) when the plan says cuBLAS does not take g. */
 tj_status tjcu_gemm_cublas(const char *op, tj_device dev, const tjcu_gemm *g, bool *used);
+
+/* cuBLAS's terms for a product: tjcu_gemm_cublas runs `calls` calls of
+ * cublas<t>gemmStridedBatched(trans_a, trans_b, m, n, k, A + off[0], lda,
+ * stride_a, B + off[1], ldb, stride_b, C + off[2], ldc, stride_c, count) in
+ * cuBLAS's column-major sense, where A is our B (or the packed copy of
+ * pack_view_a when pack_a) and B is our A (pack_view_b likewise): row-major
+ * C = A B is column-major C^T = B^T A^T. Apart from cuBLAS so that tests can
+ * check it on the host. */
+typedef struct tjcu_blas_plan {
+    bool trans_a, trans_b;
+    int64_t m, n, k, lda, ldb, ldc;
+    int64_t stride_a, stride_b, stride_c, count, calls;
+    bool pack_a, pack_b;
+    tjcu_tensor_arg pack_view_a, pack_view_b; /* packed row-major, contiguous */
+    int64_t pack_elems_a, pack_elems_b;
+    /* the batch dims looped over calls, and each operand's strides along them */
+    int n_outer;
+    int64_t outer[TJ_MAX_DIMS], outer_a[TJ_MAX_DIMS], outer_b[TJ_MAX_DIMS], outer_c[TJ_MAX_DIMS];
+} tjcu_blas_plan;
+/* False when cuBLAS does not take g: i64, k == 0, C without unit column
+ * stride, sizes beyond int. A product with nothing to compute gives m == 0. */
+bool tjcu_blas_plan_of(const tjcu_gemm *g, tjcu_blas_plan *p);
+/* Element offsets of call i into A, B and C. */
+void tjcu_blas_plan_offsets(const tjcu_blas_plan *p, int64_t call, int64_t off[3]);
 
 /* Copies the view src (a geometry of up to TJCU_MAX_DIMS dims over element
  * size es) into dst, contiguous, in row-major order. */
