@@ -138,6 +138,26 @@ static void test_conv1d(void **state) {
     tt_context(NULL);
 }
 
+/* The own kernels take the images in groups whose im2col fits a budget; the
+ * weight's gradient adds each group's to the sum before it. A budget of one
+ * byte makes every image a group. */
+static void test_image_groups(void **state) {
+    (void)state;
+#ifdef TJIT_HAVE_CUDA
+    tjcu_conv_set_col_budget(1);
+#endif
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+        if (cases[k].n > 1 && cases[k].c < 16)
+            for (int d = 0; d < 2; d++)
+                run_case(&cases[k], dtypes[d], (tt_layout)(k % 3), (int)k % 3, 1, false, false);
+    static const cspec c1 = {3, 4, 1, 12, 6, 1, 4, 1, 3, 1, 2, 1, 2, 2};
+    run_case(&c1, TJ_F32, TT_STRIDED, 2, 2, false, true);
+#ifdef TJIT_HAVE_CUDA
+    tjcu_conv_set_col_budget(0);
+#endif
+    tt_context(NULL);
+}
+
 /* ---- conv_transpose2d -------------------------------------------------------------------- */
 
 typedef struct tspec {
@@ -284,6 +304,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         TT_SCOPED_TEST(test_conv2d_and_backward),
         TT_SCOPED_TEST(test_conv1d),
+        TT_SCOPED_TEST(test_image_groups),
         TT_SCOPED_TEST(test_conv_transpose2d),
         TT_SCOPED_TEST(test_conv_transpose2d_padding_values),
         TT_SCOPED_TEST(test_refusals),

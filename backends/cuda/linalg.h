@@ -96,12 +96,15 @@ int tjcu_compute_major(tj_device dev);
 tj_status tjcu_conv_forward(const tjc_call *c);
 tj_status tjcu_conv_backward_input(const tjc_call *c);
 tj_status tjcu_conv_backward_weight(const tjc_call *c);
+/* Bytes of im2col scratch per group of images in the own convolutions (0:
+ * the default, 64 MiB); tests make it small to run many groups. */
+void tjcu_conv_set_col_budget(int64_t bytes);
 
 /* A convolution for cuDNN: the geometry and which of the three products. */
 typedef enum tjcu_conv_kind {
-    TJCU_CONV_FORWARD,      /* y = conv(x, w) */
-    TJCU_CONV_BACKWARD_DATA, /* dx = conv^T(dy, w): conv2d_backward_input, conv_transpose2d */
-    TJCU_CONV_BACKWARD_FILTER /* dw = the weight gradient of conv(x, .) at dy */
+    TJCU_CONV_FORWARD,         /* y = conv(x, w) */
+    TJCU_CONV_BACKWARD_DATA,   /* dx = conv^T(dy, w): backward_input, conv_transpose2d */
+    TJCU_CONV_BACKWARD_FILTER  /* dw = the weight gradient of conv(x, .) at dy */
 } tjcu_conv_kind;
 
 /* Runs one convolution product on cuDNN over contiguous NCHW buffers (conv1d

@@ -16,6 +16,7 @@
  * groups whose col fits COL_BUDGET; the weight gradient of later groups adds
  * to the first's (beta = 1).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "backends/cuda/linalg.h"
@@ -33,8 +34,12 @@ typedef struct tjcu_conv_args {
     int64_t col_n, col_g, col_r;
 } tjcu_conv_args;
 
-/* Bytes of col (and packed grad_output) per group of images. */
+/* Bytes of col (and packed grad_output) per group of images, unless a test
+ * set another budget. */
 #define COL_BUDGET ((int64_t)64 << 20)
+static _Atomic int64_t col_budget;
+
+void tjcu_conv_set_col_budget(int64_t bytes) { col_budget = bytes; }
 
 /* An activation as [n, c, h, w] element strides (0 for dims it lacks). */
 typedef struct act4 {
@@ -127,9 +132,10 @@ static tj_status weight_matrix(const tjc_call *c, const tj_tensor *w, wmat *m) {
     return st;
 }
 
-/* Images per group: col (bytes_per_image each) within COL_BUDGET, at least 1. */
+/* Images per group: col (bytes_per_image each) within the budget, at least 1. */
 static int64_t images_per_group(int64_t n, int64_t bytes_per_image) {
-    int64_t k = bytes_per_image > 0 ? COL_BUDGET / bytes_per_image : n;
+    int64_t budget = col_budget > 0 ? col_budget : COL_BUDGET;
+    int64_t k = bytes_per_image > 0 ? budget / bytes_per_image : n;
     return k < 1 ? 1 : k > n ? n : k;
 }
 
