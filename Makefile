@@ -71,6 +71,7 @@ test-gpu: build-gpu
 
 bench-gpu: build-gpu
 	$(GPU_DIR)/bench_cuda
+	-python3 bench/torch_cuda.py
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(GPU_DIR)

@@ -376,6 +376,7 @@ static void cnn_second_order(void **state) {
 }
 
 int main(void) {
+    TT_GRADCHECK_SKIP_WITHOUT_DEVICE();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_row_is_listed),
         cmocka_unit_test(every_rule_has_cases),

@@ -733,6 +733,7 @@ static void second_order_through_a_chain(void **state) {
 }
 
 int main(void) {
+    TT_GRADCHECK_SKIP_WITHOUT_DEVICE();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_nn_op_is_listed),
         cmocka_unit_test(first_order),

@@ -85,6 +85,7 @@ static void second_order(void **state) {
 }
 
 int main(void) {
+    TT_GRADCHECK_SKIP_WITHOUT_DEVICE();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_pointwise_op_is_listed),
         cmocka_unit_test(first_order),

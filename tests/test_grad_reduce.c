@@ -260,6 +260,7 @@ static void subgradients_at_zero(void **state) {
 }
 
 int main(void) {
+    TT_GRADCHECK_SKIP_WITHOUT_DEVICE();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_reduction_is_listed),
         cmocka_unit_test(first_order),

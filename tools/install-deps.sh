@@ -9,7 +9,9 @@ if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>
     exit 0
 fi
 # llvm-19-dev: the LLVM backend (backends/llvm/), pinned to LLVM 19 (bookworm main)
-pkgs="build-essential cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
+# g++: the CUDA backend's host execution harness compiles kernels as C++ (build-essential
+# brings it too; named so that it stays)
+pkgs="build-essential g++ cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do

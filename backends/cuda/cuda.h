@@ -84,12 +84,15 @@ bool tjcu_has_libraries(tj_device dev);
 void tjcu_register(void);
 /* Each family fills its rows of the table (kernels is indexed by op id;
  * in-place forms left NULL get their base op's kernel). */
-void tjcu_register_pointwise(tjc_kernel_fn *kernels); /* core/ops_pointwise.def */
-void tjcu_register_shape(tjc_kernel_fn *kernels);     /* core/ops_view.def */
-void tjcu_register_reduce(tjc_kernel_fn *kernels);    /* core/ops_reduce.def */
-void tjcu_register_norm(tjc_kernel_fn *kernels);      /* softmax and norms of ops_nn.def */
-void tjcu_register_nn(tjc_kernel_fn *kernels);        /* losses, indexing, dropout */
-void tjcu_register_pool(tjc_kernel_fn *kernels);      /* pooling rows of ops_linalg.def */
-void tjcu_register_linalg(tjc_kernel_fn *kernels);    /* matmul and conv rows */
+#define TJCU_FAMILIES(X)                                                      \
+    X(pointwise) /* core/ops_pointwise.def */                                 \
+    X(shape)     /* core/ops_view.def */                                      \
+    X(reduce)    /* core/ops_reduce.def */                                    \
+    X(norm)      /* softmax and norms of ops_nn.def */                        \
+    X(nn)        /* losses, indexing, dropout */                              \
+    X(pool)      /* pooling rows of ops_linalg.def */                         \
+    X(linalg)    /* matmul and conv rows */
+#define TJCU_DECLARE_FAMILY(f) void tjcu_register_##f(tjc_kernel_fn *kernels);
+TJCU_FAMILIES(TJCU_DECLARE_FAMILY)
 
 #endif

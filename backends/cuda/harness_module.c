@@ -16,7 +16,7 @@
  * One lock serialises loads (and so compiles): loads are rare, launches
  * never take it.
  */
-#define _GNU_SOURCE /* posix_spawn_file_actions_addchdir_np */
+#define _DEFAULT_SOURCE /* realpath, mkdtemp */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -112,14 +112,13 @@ static bool write_file(const char *path, const char *text) {
     return fclose(f) == 0 && ok;
 }
 
-/* Runs argv in dir with stdout and stderr into log; the exit status, or -1
- * with errno when it could not start. */
-static int run(char *const argv[], const char *dir, const char *log) {
+/* Runs argv with stdout and stderr into log; the exit status, or -1 with
+ * errno when it could not start. */
+static int run(char *const argv[], const char *log) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (dir) posix_spawn_file_actions_addchdir_np(&fa, dir);
     pid_t pid;
     int err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -137,14 +136,21 @@ static int run(char *const argv[], const char *dir, const char *log) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-/* The first lines of a file, at most n - 1 characters. */
-static void read_head(const char *path, char *buf, size_t n, int max_lines) {
+/* The first lines of a file, at most n - 1 characters, without any "strip"
+ * (the build directory, so messages name the source as the module does). */
+static void read_head(const char *path, char *buf, size_t n, int max_lines, const char *strip) {
+    char all[8192];
     buf[0] = '\0';
     FILE *f = fopen(path, "rb");
     if (!f) return;
-    size_t len = fread(buf, 1, n - 1, f);
+    size_t len = fread(all, 1, sizeof all - 1, f);
     fclose(f);
-    buf[len] = '\0';
+    all[len] = '\0';
+    size_t k = strip ? strlen(strip) : 0;
+    for (char *c; k && (c = strstr(all, strip));) memmove(c, c + k, strlen(c + k) + 1);
+    size_t keep = strlen(all) < n - 1 ? strlen(all) : n - 1;
+    memcpy(buf, all, keep);
+    buf[keep] = '\0';
     int lines = 0;
     for (char *c = buf; *c; c++)
         if (*c == '\n' && ++lines == max_lines) {
@@ -183,10 +189,10 @@ static tj_status compiler_identity(const char *name, const char **cmd, const cha
     argv[k++] = "--version";
     argv[k] = NULL;
     snprintf(log, sizeof log, "%s/version.log", dir);
-    if (run(argv, NULL, log) != 0)
+    if (run(argv, log) != 0)
         return tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: cannot run the host C++ compiler "
                          "'%s' (set TJIT_HOST_CXX or CXX)", name, c);
-    read_head(log, cxx_version, sizeof cxx_version, 1);
+    read_head(log, cxx_version, sizeof cxx_version, 1, NULL);
     unlink(log);
     snprintf(cxx_seen, sizeof cxx_seen, "%s", c);
     return TJ_OK;
@@ -251,7 +257,7 @@ static const char *cache_dir(void) {
 }
 
 /* Compiles source into the shared object at path (caller holds the lock). */
-static tj_status compile(const char *name, const char *source, const char *header, const char *path) {
+static tj_status compile(const char *name, const char *source, const char *path) {
     const char *priv = get_private_dir();
     if (!priv) return tjc_error(TJ_ERR_IO, "tjh_module_load: module %s: cannot make a private directory", name);
     char work[1100], file[1300], tmp[1300], log[1300];
@@ -264,13 +270,19 @@ static tj_status compile(const char *name, const char *source, const char *heade
     src[k] = '\0';
     if (k < 3 || strcmp(src + k - 3, ".cu")) snprintf(src + k, sizeof src - k, ".cu");
     snprintf(file, sizeof file, "%s/%s", work, src);
-    char hfile[1300];
-    snprintf(hfile, sizeof hfile, "%s/tjcu_builtins.h", work);
     snprintf(log, sizeof log, "%s/compile.log", work);
     static atomic_long serial;
     snprintf(tmp, sizeof tmp, "%s.%ld.%ld.tmp", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     tj_status s = TJ_OK;
-    if (!write_file(file, source) || !write_file(hfile, header)) {
+    bool written = write_file(file, source);
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    for (int i = 0; written && i < n_headers && i < TJCU_MAX_HEADERS; i++) {
+        char hfile[1300];
+        snprintf(hfile, sizeof hfile, "%s/%s", work, header_names[i]);
+        written = write_file(hfile, headers[i]);
+    }
+    if (!written) {
         s = tjc_error(TJ_ERR_IO, "tjh_module_load: module %s: cannot write %s", name, file);
         goto done;
     }
@@ -279,15 +291,16 @@ static tj_status compile(const char *name, const char *source, const char *heade
     for (size_t i = 0; i < N_FLAGS; i++) argv[n++] = (char *)cxx_flags[i];
     argv[n++] = "-x";
     argv[n++] = "c++";
-    argv[n++] = src;
+    argv[n++] = file;
     argv[n++] = "-o";
     argv[n++] = tmp;
     argv[n] = NULL;
-    int rc = run(argv, work, log);
+    int rc = run(argv, log);
     atomic_fetch_add(&n_compiles, 1);
     if (rc != 0) {
-        char head[700];
-        read_head(log, head, sizeof head, 12);
+        char head[700], prefix[1110];
+        snprintf(prefix, sizeof prefix, "%s/", work);
+        read_head(log, head, sizeof head, 12, prefix);
         s = rc < 0 ? tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: cannot run the host C++ "
                                "compiler '%s': %s", name, argv[0], strerror(errno))
                    : tjc_error(TJ_ERR_UNSUPPORTED, "tjh_module_load: module %s: the host C++ compiler (%s) "
@@ -323,16 +336,22 @@ static tj_status load_shared_object(const char *name, const char *path, void **o
 }
 
 static tj_status load_locked(const char *name, const char *source, tjh_module **out) {
-    const char *header = tjcu_source_text("tjcu_builtins.h");
-    if (!header) return tjc_error(TJ_ERR_INTERNAL, "tjh_module_load: tjcu_builtins.h is not embedded");
+    /* the key covers every header a source may include */
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    if (n_headers == 0 || n_headers > TJCU_MAX_HEADERS)
+        return tjc_error(TJ_ERR_INTERNAL, "tjh_module_load: %d kernel headers embedded (1 to %d)",
+                         n_headers, TJCU_MAX_HEADERS);
     const char *cmd, *version;
     tj_status s = compiler_identity(name, &cmd, &version);
     if (s != TJ_OK) return s;
     char flags[256] = "";
     for (size_t i = 0; i < N_FLAGS; i++) snprintf(flags + strlen(flags), sizeof flags - strlen(flags), " %s", cxx_flags[i]);
-    const char *parts[] = {KEY_VERSION, cmd, version, flags, header, source};
+    const char *parts[6 + TJCU_MAX_HEADERS] = {KEY_VERSION, cmd, version, flags, source};
+    int n_parts = 5;
+    for (int i = 0; i < n_headers; i++) parts[n_parts++] = headers[i];
     uint64_t h1, h2;
-    key_hash(parts, 6, &h1, &h2);
+    key_hash(parts, n_parts, &h1, &h2);
     for (tjh_module *m = modules; m; m = m->next)
         if (m->h1 == h1 && m->h2 == h2 && !strcmp(m->source, source)) {
             m->refs++;
@@ -346,7 +365,7 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     snprintf(path, sizeof path, "%s/tjh-%016llx%016llx.so", dir, (unsigned long long)h1, (unsigned long long)h2);
     if (distrust(path, false) == NULL) {
         atomic_fetch_add(&n_disk_hits, 1);
-    } else if ((s = compile(name, source, header, path)) != TJ_OK) {
+    } else if ((s = compile(name, source, path)) != TJ_OK) {
         return s;
     }
     tjh_module *m = calloc(1, sizeof *m);

@@ -8,8 +8,8 @@
  * instead of corrupting a neighbour. They switch with ucontext (makecontext,
  * swapcontext), except on x86-64, where a dozen instructions save and load
  * the registers the ABI preserves across calls: swapcontext also sets the
- * signal mask, a system call that made a barrier of 256 threads cost 90 us
- * instead of 10. (The x86-64 switch steps aside where the process runs with
+ * signal mask, a system call that made a barrier of 256 threads cost about
+ * 100 us instead of 15. (The x86-64 switch steps aside where the process runs with
  * a shadow stack, or when TJIT_HARNESS_UCONTEXT=1, as one ctest run sets.)
  * Under AddressSanitizer every switch is announced
  * (__sanitizer_start/finish_switch_fiber), and a stack abandoned by a failed

@@ -45,11 +45,13 @@ tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *a
     if (!valid_arch(arch, want_cubin))
         return tjc_error(TJ_ERR_ARG, "tjcu_nvrtc_compile: %s: architecture '%s' is not sm_NN%s", name, arch,
                          want_cubin ? "" : " or compute_NN");
-    const char *header = tjcu_source_text("tjcu_builtins.h");
-    if (!header) return tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: tjcu_builtins.h is not embedded");
-    const char *header_name = "tjcu_builtins.h";
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    if (n_headers == 0 || n_headers > TJCU_MAX_HEADERS)
+        return tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: %d kernel headers embedded (1 to %d)",
+                         n_headers, TJCU_MAX_HEADERS);
     nvrtcProgram prog;
-    nvrtcResult r = nvrtcCreateProgram(&prog, source, name, 1, &header, &header_name);
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, name, n_headers, headers, header_names);
     if (r != NVRTC_SUCCESS)
         return tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: %s: nvrtcCreateProgram: %s", name,
                          nvrtcGetErrorString(r));

@@ -18,6 +18,12 @@
 tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *arch, bool want_cubin,
                              char **image, size_t *size);
 
+/* A cubin for arch from the disk kernel cache (fuser/disk_cache.h) when one
+ * is configured and trusted, else compiled (and stored there). *image is
+ * malloc'd. */
+tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
+                                    void **image, size_t *size);
+
 /* NVRTC's version, "13.0" (part of any cache key for its output). */
 const char *tjcu_nvrtc_version(void);
 

@@ -21,6 +21,21 @@ static bool is_kernel_source(const char *name) {
     return n > 3 && !strcmp(name + n - 3, ".cu");
 }
 
+int tjcu_headers(const char **names, const char **texts, int cap) {
+    int n = 0;
+    for (int i = 0; i < tjcu_n_embedded_sources; i++) {
+        const char *name = tjcu_embedded_sources[i].name;
+        size_t len = strlen(name);
+        if (len < 2 || strcmp(name + len - 2, ".h")) continue;
+        if (n < cap) {
+            names[n] = name;
+            texts[n] = tjcu_embedded_sources[i].text;
+        }
+        n++;
+    }
+    return n;
+}
+
 bool tjcu_for_each_source(tjcu_source_fn fn, void *ctx) {
     for (int i = 0; i < tjcu_n_embedded_sources; i++)
         if (is_kernel_source(tjcu_embedded_sources[i].name) &&

@@ -24,6 +24,11 @@ extern const int tjcu_n_embedded_sources;
 
 /* The embedded file of that name, or NULL. */
 const char *tjcu_source_text(const char *name);
+/* The embedded headers (tjcu_builtins.h and the kernels' shared .h files),
+ * which both compilers get so that a source may include any of them: up to
+ * cap names and texts; returns how many there are. */
+int tjcu_headers(const char **names, const char **texts, int cap);
+#define TJCU_MAX_HEADERS 16
 
 /* Called with each kernel source; returns false to stop the walk. */
 typedef bool (*tjcu_source_fn)(void *ctx, const char *name, const char *text);

@@ -8,6 +8,36 @@
 
 #include "core/core.h"
 
+/* TJIT_TEST_DEVICE=cuda runs every check's graphs on cuda:0: they are traced
+ * on device copies of the inputs, and each run takes device copies of the
+ * (host, perturbed) inputs and gives host copies of its outputs. */
+bool tt_gradcheck_device_mode(void) {
+    const char *d = getenv("TJIT_TEST_DEVICE");
+    return d && !strcmp(d, "cuda");
+}
+
+static tj_tensor *to_test_device(tj_tensor *t) {
+    return tjc_to_device(t, tt_gradcheck_device_mode() ? TJ_DEVICE_CUDA(0) : TJ_DEVICE_CPU);
+}
+
+static tj_status run_here(const tj_program *p, tj_tensor *const *in, int n_in, tj_tensor **out,
+                          int n_out) {
+    if (!tt_gradcheck_device_mode()) return tj_run(p, in, out);
+    tj_tensor *dev[48];
+    assert_true(n_in <= 48);
+    for (int i = 0; i < n_in; i++)
+        if (!(dev[i] = to_test_device(in[i]))) fail_msg("to cuda:0: %s", tj_last_error());
+    tj_status st = tj_run(p, dev, out);
+    for (int i = 0; i < n_in; i++) tj_release(dev[i]);
+    for (int o = 0; st == TJ_OK && o < n_out; o++) {
+        tj_tensor *host = tjc_to_device(out[o], TJ_DEVICE_CPU);
+        if (!host) fail_msg("from cuda:0: %s", tj_last_error());
+        tj_release(out[o]);
+        out[o] = host;
+    }
+    return st;
+}
+
 static tj_program *compile_plain(const tj_graph *g) {
     tj_compile_options o = {.passes = "dce"};
     tj_program *p = tj_compile(g, &o);
@@ -18,7 +48,8 @@ static tj_program *compile_plain(const tj_graph *g) {
 /* sum over float outputs of <out, v> */
 static double loss(const tj_program *p, tj_tensor *const *in, tj_tensor *const *v, int n_out) {
     tj_tensor *out[16];
-    if (tj_run(p, in, out) != TJ_OK) fail_msg("run: %s", tj_last_error());
+    if (run_here(p, in, tj_program_num_inputs(p), out, n_out) != TJ_OK)
+        fail_msg("run: %s", tj_last_error());
     double s = 0;
     for (int o = 0; o < n_out; o++) {
         if (tj_dtype_is_float(tj_tensor_dtype(out[o]))) {
@@ -60,7 +91,10 @@ void tt_gradcheck_graph(const tj_graph *g, tj_tensor *const *inputs, const bool 
     }
     for (int i = 0; i < n_in; i++) all[i] = in[i];
     for (int o = 0; o < n_out; o++) all[n_in + o] = v[o];
-    if (tj_run(gp, all, grads) != TJ_OK) fail_msg("%s: running the gradient graph: %s", label, tj_last_error());
+    int n_grads = 0;
+    for (int i = 0; i < n_in; i++) n_grads += wrt[i];
+    if (run_here(gp, all, n_in + n_out, grads, n_grads) != TJ_OK)
+        fail_msg("%s: running the gradient graph: %s", label, tj_last_error());
     int k = 0;
     for (int i = 0; i < n_in; i++) {
         if (!wrt[i]) continue;
@@ -154,7 +188,13 @@ tj_graph *tt_op_graph_outputs(const tj_op_info *op, tj_tensor *const *inputs, in
     if (n_op_out < 1) return NULL;
     for (int o = 0; o < n_op_out; o++) n_out += !keep || keep[o];
     one_call oc = {op, attrs, n_in, mask, keep, n_op_out};
-    return tj_trace(call_model, &oc, present, n_present, n_out, NULL);
+    if (!tt_gradcheck_device_mode()) return tj_trace(call_model, &oc, present, n_present, n_out, NULL);
+    tj_tensor *dev[16];
+    for (int i = 0; i < n_present; i++)
+        if (!(dev[i] = to_test_device(present[i]))) fail_msg("to cuda:0: %s", tj_last_error());
+    tj_graph *g = tj_trace(call_model, &oc, dev, n_present, n_out, NULL);
+    for (int i = 0; i < n_present; i++) tj_release(dev[i]);
+    return g;
 }
 
 static void default_wrt(const tj_graph *g, const bool *wrt, bool *out) {

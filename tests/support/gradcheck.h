@@ -7,6 +7,19 @@
 
 #include "tests/support/testing.h"
 
+/* True when TJIT_TEST_DEVICE=cuda: the checks then run their graphs on
+ * cuda:0 (the same finite differences, taken on the host). A test program
+ * in that mode reports itself skipped (77) where no CUDA device exists. */
+bool tt_gradcheck_device_mode(void);
+#define TT_GRADCHECK_SKIP_WITHOUT_DEVICE()                                           \
+    do {                                                                             \
+        if (tt_gradcheck_device_mode() && !tj_cuda_is_available()) {                 \
+            printf("skipped: TJIT_TEST_DEVICE=cuda and no CUDA device: %s\n",        \
+                   tj_last_error());                                                 \
+            return 77;                                                               \
+        }                                                                            \
+    } while (0)
+
 /* Fails the test naming label, the input and the element when the gradient
  * of sum_o <g(x)_o, v_o> (v random) differs from the finite difference by
  * more than atol + rtol |numeric|. inputs: one per graph input. */

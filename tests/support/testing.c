@@ -45,10 +45,20 @@ tt_ref tt_ref_of(const tj_tensor *t) {
     tt_ref r = tt_ref_new(tj_sizes(t), tj_ndim(t));
     int64_t idx[TJ_MAX_DIMS] = {0};
     if (r.numel == 0) return r;
+    /* a device tensor is read from one host copy, not element by element */
+    tj_tensor *host = NULL;
+    if (tj_tensor_device(t).type != TJ_CPU) {
+        tj_scope_begin();
+        host = tj_retain(tj_to_device((tj_tensor *)t, TJ_DEVICE_CPU));
+        tj_scope_end();
+        assert_non_null(host);
+        t = host;
+    }
     int64_t k = 0;
     do {
         r.v[k++] = tj_get(t, idx);
     } while (tt_next_index(idx, r.sizes, r.ndim));
+    tj_release(host);
     return r;
 }
 

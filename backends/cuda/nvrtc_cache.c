@@ -1,0 +1,40 @@
+/* nvrtc_cache.c — a module's cubin for a GPU: from the disk kernel cache when
+ * TJIT_CACHE_DIR names a trusted directory (fuser/disk_cache.h: the same
+ * mechanism as the LLVM backend's), else compiled by NVRTC and stored there.
+ * The key holds the whole source, the architecture and NVRTC's version, so a
+ * second process compiles nothing and a changed toolkit compiles again. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/nvrtc.h"
+#include "core/core.h"
+#include "fuser/disk_cache.h"
+
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
+                                    void **image, size_t *size) {
+    size_t n = strlen(source) + strlen(arch) + 64;
+    char *key = malloc(n);
+    if (!key) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", name);
+    snprintf(key, n, "cubin %s nvrtc %s\n%s", arch, tjcu_nvrtc_version(), source);
+    char file[64];
+    snprintf(file, sizeof file, "cu-%s-%016llx.cubin", arch, (unsigned long long)fnv1a(key));
+    tj_status st = TJ_OK;
+    if (!tjf_disk_cache_read(file, key, image, size)) {
+        char *cubin = NULL;
+        st = tjcu_nvrtc_compile(name, source, arch, true, &cubin, size);
+        if (st == TJ_OK) {
+            tjf_disk_cache_write(file, key, cubin, *size); /* best effort: a miss next time */
+            *image = cubin;
+        }
+    }
+    free(key);
+    return st;
+}
