@@ -132,7 +132,11 @@ tj_status tjcu_launch_source(const char *what, tj_device dev, const char *key, c
 
 tj_status tjcu_launch(const char *what, tj_device dev, const char *module, const char *kernel,
                       tjcu_dim3 grid, tjcu_dim3 block, size_t dynamic_shared, void **args) {
+    /* modules are named by file name without .cu (cuda.h), the table by file name */
+    char file[128];
     const char *source = tjcu_source_text(module);
+    if (!source && snprintf(file, sizeof file, "%s.cu", module) < (int)sizeof file)
+        source = tjcu_source_text(file);
     if (!source)
         return tjc_error(TJ_ERR_INTERNAL, "%s: the CUDA backend has no kernel source '%s'", what,
                          module);
