@@ -54,8 +54,12 @@ static const cspec cases[] = {
     {4, 16, 20, 20, 24, 3, 3, 1, 1, 1, 1, 1, 1, 2}, /* many blocks */
 };
 
-static int64_t ho_of(const cspec *s) { return (s->h + 2 * s->ph - s->dh * (s->kh - 1) - 1) / s->sh + 1; }
-static int64_t wo_of(const cspec *s) { return (s->w + 2 * s->pw - s->dw * (s->kw - 1) - 1) / s->sw + 1; }
+static int64_t ho_of(const cspec *s) {
+    return (s->h + 2 * s->ph - s->dh * (s->kh - 1) - 1) / s->sh + 1;
+}
+static int64_t wo_of(const cspec *s) {
+    return (s->w + 2 * s->pw - s->dw * (s->kw - 1) - 1) / s->sw + 1;
+}
 
 /* The three conv2d ops (or conv1d forward when one_d: h == kh == 1) on case s. */
 static void run_case(const cspec *s, tj_dtype dt, tt_layout xl, int wl, int bias_kind,
@@ -111,8 +115,8 @@ static void test_conv2d_and_backward(void **state) {
                 tt_layout xl = l == 0 ? TT_DENSE : l == 1 ? TT_STRIDED : TT_CHANNELS_LAST;
                 bool big = cases[k].c >= 16;
                 if (big && l > 0) continue;
-                run_case(&cases[k], dtypes[d], xl, (int)(k + (size_t)l) % 3, (int)(k + (size_t)l) % 3,
-                         false, false);
+                int v = (int)(k + (size_t)l) % 3; /* weight layout and bias kind */
+                run_case(&cases[k], dtypes[d], xl, v, v, false, false);
                 if (cases[k].n == 1 && l < 2) run_case(&cases[k], dtypes[d], xl, l, 1, true, false);
             }
     tt_context(NULL);
@@ -187,7 +191,8 @@ static void test_conv_transpose2d(void **state) {
                 int64_t ws[4] = {s->cin, s->cout / s->g, s->kh, s->kw}, bs[1] = {s->cout};
                 tj_tensor *x = tt_in_layout(gen, rnd(xs, 4, dt), xl);
                 tj_tensor *w = tt_in_layout(gen, rnd(ws, 4, dt), l == 2 ? TT_STRIDED : TT_DENSE);
-                tj_tensor *b = l == 1 ? NULL : tt_in_layout(gen, rnd(bs, 1, dt), l ? TT_STRIDED : TT_DENSE);
+                tj_tensor *b = l == 1 ? NULL : rnd(bs, 1, dt);
+                if (l == 2) b = tt_in_layout(gen, b, TT_STRIDED);
                 int64_t st[2] = {s->sh, s->sw}, pd[2] = {s->ph, s->pw}, op[2] = {s->oph, s->opw};
                 int64_t dl[2] = {s->dh, s->dw};
                 tj_attr at[5] = {{.ints = {st, 2}}, {.ints = {pd, 2}}, {.ints = {op, 2}},
@@ -225,10 +230,12 @@ static void test_conv_transpose2d_padding_values(void **state) {
 
 static void test_refusals(void **state) {
     (void)state;
-    int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, big[4] = {3, 2, 7, 7}, odd[4] = {3, 1, 3, 3};
+    int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, big[4] = {3, 2, 7, 7};
+    int64_t odd[4] = {3, 1, 3, 3};
     int64_t st[2] = {1, 1}, pd[2] = {0, 0}, dl[2] = {1, 1};
     tj_attr fa[4] = {{.ints = {st, 2}}, {.ints = {pd, 2}}, {.ints = {dl, 2}}, {.i = 1}};
-    tj_tensor *ints[3] = {tt_random(gen, xs, 4, TJ_I64, -3, 3), tt_random(gen, ws, 4, TJ_I64, -3, 3), NULL};
+    tj_tensor *ints[3] = {tt_random(gen, xs, 4, TJ_I64, -3, 3),
+                          tt_random(gen, ws, 4, TJ_I64, -3, 3), NULL};
     tj_tensor *mixed[3] = {rnd(xs, 4, TJ_F32), rnd(ws, 4, TJ_F64), NULL};
     tj_tensor *too_big[3] = {rnd(xs, 4, TJ_F32), rnd(big, 4, TJ_F32), NULL};
     tj_tensor *channels[3] = {rnd(xs, 4, TJ_F32), rnd(odd, 4, TJ_F32), NULL};
@@ -280,7 +287,8 @@ static void test_cudnn_against_own_kernels(void **state) {
                 tj_tensor *x = tt_in_layout(gen, rnd(xs, 4, dt), (tt_layout)(k % 4));
                 tj_tensor *w = rnd(ws, 4, dt), *b = rnd(bs, 1, dt), *gy = rnd(ys, 4, dt);
                 int64_t st[2] = {s->sh, s->sw}, pd[2] = {s->ph, s->pw}, dl[2] = {s->dh, s->dw};
-                tj_attr fa[4] = {{.ints = {st, 2}}, {.ints = {pd, 2}}, {.ints = {dl, 2}}, {.i = s->g}};
+                tj_attr fa[4] = {{.ints = {st, 2}}, {.ints = {pd, 2}}, {.ints = {dl, 2}},
+                                 {.i = s->g}};
                 tj_attr ba[5] = {{.ints = {xs, 4}}, fa[0], fa[1], fa[2], fa[3]};
                 tt_context("cuDNN (benchmark %d) against own kernels, case %zu %s", bench, k,
                            tj_dtype_name(dt));

@@ -25,7 +25,8 @@
 static tj_generator *gen;
 
 static tj_tensor *rnd(const int64_t *sizes, int nd, tj_dtype dt) {
-    return dt == TJ_I64 ? tt_random(gen, sizes, nd, dt, -9, 9) : tt_random(gen, sizes, nd, dt, -1, 1);
+    return dt == TJ_I64 ? tt_random(gen, sizes, nd, dt, -9, 9)
+                        : tt_random(gen, sizes, nd, dt, -1, 1);
 }
 
 static const tj_dtype dtypes[] = {TJ_F32, TJ_F64, TJ_I64};
@@ -63,8 +64,9 @@ static void test_mm_large(void **state) {
         for (int d = 0; d < 3; d++) {
             const int64_t *sh = shapes[s];
             int64_t as[2] = {sh[0], sh[1]}, bs[2] = {sh[1], sh[2]};
+            tt_layout lb = s == 0 ? TT_TRANSPOSED : TT_DENSE;
             tj_tensor *in[2] = {rnd(as, 2, dtypes[d]),
-                                tt_in_layout(gen, rnd(bs, 2, dtypes[d]), s == 0 ? TT_TRANSPOSED : TT_DENSE)};
+                                tt_in_layout(gen, rnd(bs, 2, dtypes[d]), lb)};
             double tol = tt_product_tol(dtypes[d], sh[1]);
             tt_context("mm %lldx%lldx%lld %s", (long long)sh[0], (long long)sh[1],
                        (long long)sh[2], tj_dtype_name(dtypes[d]));
@@ -304,92 +306,95 @@ static int64_t operand_strides(int64_t rows, int64_t cols, int l, int bl, const 
     return stride + 1;
 }
 
+typedef struct plan_counts {
+    int plans, packed, folded, looped;
+} plan_counts;
+
+/* One geometry with A in layout la (batch layout ba), B in lb (bb): the plan's
+ * calls, run as cuBLAS defines them, must give the row-major product. */
+static void check_plan(const pgeom *pg, int la, int ba, int lb, int bb, plan_counts *n) {
+    tjcu_gemm g = {.dtype = TJ_F64, .m = pg->m, .n = pg->n, .k = pg->k, .nbatch = pg->nb,
+                   .alpha = 1.5, .beta = 0.5, .c_rs = pg->n, .c_cs = 1};
+    memcpy(g.batch, pg->batch, sizeof pg->batch);
+    int64_t na = operand_strides(pg->m, pg->k, la, ba, pg, &g.a_rs, &g.a_cs, g.a_bs);
+    int64_t nbs = operand_strides(pg->k, pg->n, lb, bb, pg, &g.b_rs, &g.b_cs, g.b_bs);
+    int64_t total = pg->m * pg->n;
+    for (int d = pg->nb - 1; d >= 0; d--) g.c_bs[d] = total, total *= pg->batch[d];
+    double *A = test_malloc(sizeof(double) * (size_t)na);
+    double *B = test_malloc(sizeof(double) * (size_t)nbs);
+    double *C = test_malloc(sizeof(double) * (size_t)total);
+    double *want = test_malloc(sizeof(double) * (size_t)total);
+    for (int64_t i = 0; i < na; i++) A[i] = (double)((i * 7 + 3) % 11) - 5;
+    for (int64_t i = 0; i < nbs; i++) B[i] = (double)((i * 5 + 1) % 13) - 6;
+    for (int64_t i = 0; i < total; i++) C[i] = want[i] = (double)(i % 5) - 2;
+    g.a = A, g.b = B, g.c = C;
+    /* the row-major product, straight from tjcu_gemm's definition */
+    for (int64_t z = 0; z < total / (pg->m * pg->n); z++) {
+        int64_t rem = z, ao = 0, bo = 0, co = 0;
+        for (int d = pg->nb - 1; d >= 0; d--) {
+            int64_t idx = rem % pg->batch[d];
+            rem /= pg->batch[d];
+            ao += idx * g.a_bs[d], bo += idx * g.b_bs[d], co += idx * g.c_bs[d];
+        }
+        for (int64_t i = 0; i < pg->m; i++)
+            for (int64_t j = 0; j < pg->n; j++) {
+                double s = 0;
+                for (int64_t l = 0; l < pg->k; l++)
+                    s += A[ao + i * g.a_rs + l * g.a_cs] * B[bo + l * g.b_rs + j * g.b_cs];
+                want[co + i * g.c_rs + j] = g.alpha * s + g.beta * want[co + i * g.c_rs + j];
+            }
+    }
+    tjcu_blas_plan p;
+    assert_true(tjcu_blas_plan_of(&g, &p));
+    /* cuBLAS's constraints on its arguments */
+    assert_true(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.count >= 1 && p.calls >= 1);
+    assert_true(p.lda >= (p.trans_a ? p.k : p.m) && p.lda <= INT32_MAX);
+    assert_true(p.ldb >= (p.trans_b ? p.n : p.k) && p.ldb <= INT32_MAX);
+    assert_true(p.ldc >= p.m && p.ldc <= INT32_MAX && p.stride_c >= 0);
+    double *pa = p.pack_a ? host_pack(&p.pack_view_a, p.pack_elems_a) : NULL;
+    double *pb = p.pack_b ? host_pack(&p.pack_view_b, p.pack_elems_b) : NULL;
+    for (int64_t i = 0; i < p.calls; i++) { /* cuBLAS's A is our B */
+        int64_t off[3];
+        tjcu_blas_plan_offsets(&p, i, off);
+        blas_reference(&p, (pa ? pa : B) + off[0], (pb ? pb : A) + off[1], C + off[2], g.alpha,
+                       g.beta);
+    }
+    for (int64_t i = 0; i < total; i++)
+        if (C[i] != want[i])
+            fail_msg("element %lld is %g, not %g", (long long)i, C[i], want[i]);
+    n->plans++;
+    n->packed += p.pack_a || p.pack_b;
+    n->folded += pg->nb > 0 && p.count == 1 && p.calls == 1;
+    n->looped += p.calls > 1;
+    test_free(pa);
+    test_free(pb);
+    test_free(A);
+    test_free(B);
+    test_free(C);
+    test_free(want);
+}
+
 static void test_cublas_plan(void **state) {
     (void)state;
-    static const pgeom geoms[] = {{5, 4, 3, 0, {0}},     {1, 6, 4, 0, {0}},     {7, 1, 5, 0, {0}},
-                                  {1, 1, 9, 0, {0}},     {4, 3, 2, 1, {3}},     {3, 5, 4, 2, {2, 3}},
-                                  {2, 3, 4, 3, {2, 1, 3}}, {6, 2, 3, 2, {4, 2}}};
-    int n_plans = 0, n_packed = 0, n_folded = 0, n_looped = 0;
+    static const pgeom geoms[] = {
+        {5, 4, 3, 0, {0}},    {1, 6, 4, 0, {0}},       {7, 1, 5, 0, {0}},    {1, 1, 9, 0, {0}},
+        {4, 3, 2, 1, {3}},    {3, 5, 4, 2, {2, 3}},    {2, 3, 4, 3, {2, 1, 3}},
+        {6, 2, 3, 2, {4, 2}},
+    };
+    plan_counts n = {0, 0, 0, 0};
     for (size_t gi = 0; gi < sizeof geoms / sizeof geoms[0]; gi++)
         for (int la = 0; la < 4; la++)
             for (int lb = 0; lb < 3; lb++)
                 for (int ba = 0; ba < 3; ba++)
                     for (int bb = 0; bb < 3; bb++) {
-                        const pgeom *pg = &geoms[gi];
-                        if (pg->nb == 0 && (ba || bb)) continue;
-                        tjcu_gemm g = {.dtype = TJ_F64, .m = pg->m, .n = pg->n, .k = pg->k,
-                                       .nbatch = pg->nb, .alpha = 1.5, .beta = 0.5};
-                        memcpy(g.batch, pg->batch, sizeof pg->batch);
-                        int64_t na = operand_strides(pg->m, pg->k, la, ba, pg, &g.a_rs, &g.a_cs, g.a_bs);
-                        int64_t nbs = operand_strides(pg->k, pg->n, lb, bb, pg, &g.b_rs, &g.b_cs, g.b_bs);
-                        int64_t total = 1, stride = pg->m * pg->n;
-                        for (int d = pg->nb - 1; d >= 0; d--) g.c_bs[d] = stride, stride *= pg->batch[d];
-                        total = stride;
-                        g.c_rs = pg->n, g.c_cs = 1;
-                        double *A = test_malloc(sizeof(double) * (size_t)na);
-                        double *B = test_malloc(sizeof(double) * (size_t)nbs);
-                        double *C = test_malloc(sizeof(double) * (size_t)total);
-                        double *want = test_malloc(sizeof(double) * (size_t)total);
-                        for (int64_t i = 0; i < na; i++) A[i] = (double)((i * 7 + 3) % 11) - 5;
-                        for (int64_t i = 0; i < nbs; i++) B[i] = (double)((i * 5 + 1) % 13) - 6;
-                        for (int64_t i = 0; i < total; i++) C[i] = want[i] = (double)(i % 5) - 2;
-                        g.a = A, g.b = B, g.c = C;
-                        /* the row-major product, straight from tjcu_gemm's definition */
-                        int64_t nbt = total / (pg->m * pg->n);
-                        for (int64_t z = 0; z < nbt; z++) {
-                            int64_t rem = z, ao = 0, bo = 0, co = 0;
-                            for (int d = pg->nb - 1; d >= 0; d--) {
-                                int64_t idx = rem % pg->batch[d];
-                                rem /= pg->batch[d];
-                                ao += idx * g.a_bs[d], bo += idx * g.b_bs[d], co += idx * g.c_bs[d];
-                            }
-                            for (int64_t i = 0; i < pg->m; i++)
-                                for (int64_t j = 0; j < pg->n; j++) {
-                                    double s = 0;
-                                    for (int64_t l = 0; l < pg->k; l++)
-                                        s += A[ao + i * g.a_rs + l * g.a_cs] * B[bo + l * g.b_rs + j * g.b_cs];
-                                    double *w = &want[co + i * g.c_rs + j];
-                                    *w = g.alpha * s + g.beta * *w;
-                                }
-                        }
-                        tjcu_blas_plan p;
-                        tt_context("plan geometry %zu, a layout %d batch %d, b layout %d batch %d",
-                                   gi, la, ba, lb, bb);
-                        assert_true(tjcu_blas_plan_of(&g, &p));
-                        /* cuBLAS's constraints on its arguments */
-                        assert_true(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.count >= 1 && p.calls >= 1);
-                        assert_true(p.lda >= (p.trans_a ? p.k : p.m) && p.lda <= INT32_MAX);
-                        assert_true(p.ldb >= (p.trans_b ? p.n : p.k) && p.ldb <= INT32_MAX);
-                        assert_true(p.ldc >= p.m && p.ldc <= INT32_MAX && p.stride_c >= 0);
-                        double *pa = p.pack_a ? host_pack(&p.pack_view_a, p.pack_elems_a) : NULL;
-                        double *pb = p.pack_b ? host_pack(&p.pack_view_b, p.pack_elems_b) : NULL;
-                        for (int64_t i = 0; i < p.calls; i++) {
-                            int64_t off[3];
-                            tjcu_blas_plan_offsets(&p, i, off);
-                            blas_reference(&p, (pa ? pa : B) + off[0], (pb ? pb : A) + off[1],
-                                           C + off[2], g.alpha, g.beta);
-                        }
-                        tt_ref got = tt_ref_new(&total, 1);
-                        memcpy(got.v, C, sizeof(double) * (size_t)total);
-                        for (int64_t i = 0; i < total; i++)
-                            if (got.v[i] != want[i])
-                                fail_msg("plan geometry %zu a %d/%d b %d/%d: element %lld is %g, "
-                                         "not %g", gi, la, ba, lb, bb, (long long)i, got.v[i], want[i]);
-                        tt_ref_free(&got);
-                        n_plans++;
-                        n_packed += p.pack_a || p.pack_b;
-                        n_folded += pg->nb > 0 && p.count == 1 && p.calls == 1;
-                        n_looped += p.calls > 1;
-                        test_free(pa);
-                        test_free(pb);
-                        test_free(A);
-                        test_free(B);
-                        test_free(C);
-                        test_free(want);
+                        if (geoms[gi].nb == 0 && (ba || bb)) continue;
+                        tt_context("plan: geometry %zu, a layout %d batch %d, b layout %d batch "
+                                   "%d", gi, la, ba, lb, bb);
+                        check_plan(&geoms[gi], la, ba, lb, bb, &n);
                     }
     printf("test_cublas_plan: %d plans run on the host (%d packing an operand, %d batches folded "
-           "into one product, %d looping calls)\n", n_plans, n_packed, n_folded, n_looped);
-    assert_true(n_packed > 0 && n_folded > 0 && n_looped > 0);
+           "into one product, %d looping calls)\n", n.plans, n.packed, n.folded, n.looped);
+    assert_true(n.packed > 0 && n.folded > 0 && n.looped > 0);
     /* what cuBLAS does not take */
     tjcu_gemm i64 = {.dtype = TJ_I64, .m = 2, .n = 2, .k = 2, .c_rs = 2, .c_cs = 1};
     tjcu_gemm k0 = {.dtype = TJ_F32, .m = 2, .n = 2, .k = 0, .c_rs = 2, .c_cs = 1};
@@ -438,7 +443,8 @@ static void test_cublas_against_own_kernels(void **state) {
                        tt_layout_name(l));
             both_paths("aten::bmm", bm, 2, NULL, 0, &lib, &own);
             tt_ref r = tt_ref_of(own);
-            tt_assert_close_ref(lib, &r, tt_product_tol(dtypes[d], 70), tt_product_tol(dtypes[d], 70));
+            double tol = tt_product_tol(dtypes[d], 70);
+            tt_assert_close_ref(lib, &r, tol, tol);
             tt_ref_free(&r);
             both_paths("aten::mm", mm, 2, NULL, 0, &lib, &own);
             r = tt_ref_of(own);

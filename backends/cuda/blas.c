@@ -108,6 +108,7 @@ static tj_status handle_for(const char *op, tj_device dev, cublasHandle_t *out) 
         s->math = -1;
     }
     void *stream = tjcu_stream(dev);
+    if (!stream) return tj_last_status();
     if (!s->workspace || stream != s->stream) {
         /* cublasSetStream resets the workspace to cuBLAS's own pool: set ours again */
         if ((bs = cublasSetStream(s->handle, (cudaStream_t)stream)) != CUBLAS_STATUS_SUCCESS)

@@ -78,6 +78,7 @@ static tj_status handle_for(const char *op, tj_device dev, cudnnHandle_t *out) {
         s->stream = NULL;
     }
     void *stream = tjcu_stream(dev);
+    if (!stream) return tj_last_status();
     if (stream != s->stream) {
         if ((ds = cudnnSetStream(s->handle, (cudaStream_t)stream)) != CUDNN_STATUS_SUCCESS)
             return dnn_error(op, "cudnnSetStream", ds);

@@ -109,13 +109,13 @@ typedef enum tjcu_conv_kind {
 
 /* Runs one convolution product on cuDNN over contiguous NCHW buffers (conv1d
  * as height 1; an unbatched call as n = 1): x [n, c_in, h, w], w [c_out,
- * c_in / groups, kh, kw], y [n, c_out, ho, wo]; the product's output
- * becomes the product plus beta times its old value (beta 0 or 1). *used is false (and nothing is queued) where cuDNN is not
- * built in or refuses the problem (then the caller runs its own kernels);
- * other cuDNN failures are errors naming op, the call and cuDNN's message.
- * Algorithms come from cuDNN's heuristics, or, in benchmark mode
- * (tj_cuda_set_cudnn_benchmark), from timing every candidate once per
- * problem; the choice is cached per problem either way. */
+ * c_in / groups, kh, kw], y [n, c_out, ho, wo]; the product's output becomes
+ * the product plus beta times its old value (beta 0 or 1). *used is false
+ * (and nothing is queued) where cuDNN refuses the problem (then the caller
+ * runs its own kernels); other cuDNN failures are errors naming op, the call
+ * and cuDNN's message. Algorithms come from cuDNN's heuristics, or, in
+ * benchmark mode (tj_cuda_set_cudnn_benchmark), from timing every candidate
+ * once per problem; the choice is cached per problem either way. */
 tj_status tjcu_dnn_conv(const char *op, tj_device dev, tjcu_conv_kind kind,
                         const tjc_conv_geom *g, tj_dtype dtype, void *x, void *w, void *y,
                         double beta, bool *used);

@@ -77,7 +77,8 @@ template <typename T> __device__ void gemm_body(const GemmArgs &p) {
     /* neighbouring threads read neighbouring addresses of whichever operand
      * dim has the unit stride */
     const bool a_along_k = p.a_cs == 1, b_along_n = p.b_cs == 1 || p.b_rs != 1;
-    const long long tiles_m = (p.m + GEMM_BM - 1) / GEMM_BM, tiles_n = (p.n + GEMM_BN - 1) / GEMM_BN;
+    const long long tiles_m = (p.m + GEMM_BM - 1) / GEMM_BM;
+    const long long tiles_n = (p.n + GEMM_BN - 1) / GEMM_BN;
     for (long long z = blockIdx.z; z < p.batches; z += gridDim.z) {
         long long ao = 0, bo = 0, co = 0, rem = z;
         for (int d = p.nbatch - 1; d >= 0; d--) {
@@ -99,14 +100,16 @@ template <typename T> __device__ void gemm_body(const GemmArgs &p) {
                         if (a_along_k) kk = e % GEMM_BK, r = e / GEMM_BK;
                         else r = e % GEMM_BM, kk = e / GEMM_BM;
                         long long gr = row0 + r, gk = k0 + kk;
-                        As[kk][r] = gr < p.m && gk < p.k ? (U)A[ao + gr * p.a_rs + gk * p.a_cs] : (U)0;
+                        As[kk][r] = gr < p.m && gk < p.k ? (U)A[ao + gr * p.a_rs + gk * p.a_cs]
+                                                         : (U)0;
                     }
                     for (int l = 0; l < (GEMM_BN * GEMM_BK) / GEMM_THREADS; l++) {
                         int e = tid + l * GEMM_THREADS, cc, kk;
                         if (b_along_n) cc = e % GEMM_BN, kk = e / GEMM_BN;
                         else kk = e % GEMM_BK, cc = e / GEMM_BK;
                         long long gc = col0 + cc, gk = k0 + kk;
-                        Bs[kk][cc] = gc < p.n && gk < p.k ? (U)B[bo + gk * p.b_rs + gc * p.b_cs] : (U)0;
+                        Bs[kk][cc] = gc < p.n && gk < p.k ? (U)B[bo + gk * p.b_rs + gc * p.b_cs]
+                                                          : (U)0;
                     }
                     __syncthreads();
                     for (int kk = 0; kk < GEMM_BK; kk++) {
@@ -114,7 +117,8 @@ template <typename T> __device__ void gemm_body(const GemmArgs &p) {
                         for (int i = 0; i < 4; i++) av[i] = As[kk][ty + 16 * i];
                         for (int j = 0; j < 4; j++) bv[j] = Bs[kk][tx + 16 * j];
                         for (int i = 0; i < 4; i++)
-                            for (int j = 0; j < 4; j++) acc[i][j] = gemm_mad(av[i], bv[j], acc[i][j]);
+                            for (int j = 0; j < 4; j++)
+                                acc[i][j] = gemm_mad(av[i], bv[j], acc[i][j]);
                     }
                     __syncthreads();
                 }
