@@ -216,6 +216,31 @@ static void test_linear(void **state) {
     tt_context(NULL);
 }
 
+/* ---- special values: inf, -inf, NaN, -0 and denormals flow through products -------------- */
+
+static void test_special_values(void **state) {
+    (void)state;
+    const double special[] = {INFINITY, -INFINITY, NAN, -0.0, 1e-310, -3e-320};
+    int64_t as[2] = {6, 8}, bs[2] = {8, 5};
+    double av[48], bv[40];
+    for (int i = 0; i < 48; i++) av[i] = (double)((i * 7) % 13) / 6.5 - 1;
+    for (int i = 0; i < 40; i++) bv[i] = i < 5 ? 0.0 : (double)((i * 5) % 11) / 5.5 - 1;
+    /* one special value per row of a, in a different column each; b's first
+     * row is 0, so an infinity in a's first column meets 0 (NaN on both) */
+    for (int i = 0; i < 6; i++) av[i * 8 + (i * 3) % 8] = special[i];
+    for (int d = 0; d < 2; d++) {
+        tj_tensor *a = tj_to_dtype(tj_from_array(av, as, 2, TJ_F64), dtypes[d]);
+        tj_tensor *b = tj_to_dtype(tj_from_array(bv, bs, 2, TJ_F64), dtypes[d]);
+        tj_tensor *in[2] = {a, tt_in_layout(gen, b, TT_TRANSPOSED)};
+        tt_context("special values, %s", tj_dtype_name(dtypes[d]));
+        double tol = tt_product_tol(dtypes[d], 8);
+        tt_cuda_check_layout("aten::mm", in, 2, NULL, 0, tol, tol);
+        tj_tensor *bt[2] = {tt_in_layout(gen, b, TT_STRIDED), tj_transpose(a, 0, 1)};
+        tt_cuda_check_layout("aten::mm", bt, 2, NULL, 0, tol, tol);
+    }
+    tt_context(NULL);
+}
+
 /* ---- refusals: the same message on both devices ----------------------------------------- */
 
 static void test_refusals(void **state) {
@@ -500,7 +525,7 @@ int main(void) {
         TT_SCOPED_TEST(test_mm_layouts),     TT_SCOPED_TEST(test_mm_large),
         TT_SCOPED_TEST(test_bmm),            TT_SCOPED_TEST(test_matmul_broadcast),
         TT_SCOPED_TEST(test_addmm),          TT_SCOPED_TEST(test_linear),
-        TT_SCOPED_TEST(test_refusals),
+        TT_SCOPED_TEST(test_special_values), TT_SCOPED_TEST(test_refusals),
 #ifdef TJIT_HAVE_CUDA
         TT_SCOPED_TEST(test_cublas_plan),
         TT_SCOPED_TEST(test_cublas_against_own_kernels), TT_SCOPED_TEST(test_tf32_switch),
