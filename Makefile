@@ -2,6 +2,7 @@
 #   make demo   trace an example model, print its IR, replay it, show timings
 #   make test   build and run the whole test suite, normally (with the LLVM backend)
 #               and under ASan+UBSan (without it: the portable-only configuration)
+#   make install PREFIX=DIR   the library, headers, tjit, CMake package and tjit.pc into DIR
 #   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch eager,
 #               jit.trace and jit.trace with its CPU fuser (docs/performance.md)
 BUILD_DIR ?= build
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 # so `make test` runs the suite in both configurations
 TJIT_LLVM ?= ON
 
-.PHONY: all deps build build-asan demo test test-release test-asan bench bench-deps bench-detail clean \
+.PHONY: all deps build build-asan demo test test-release test-asan install bench bench-deps bench-detail clean \
 	build-gpu test-gpu bench-gpu
 
 all: build
@@ -38,6 +39,11 @@ test-asan: build-asan
 	cd $(ASAN_DIR) && ctest --output-on-failure -j2
 
 test: test-release test-asan
+
+# lib/libtjit.so.0 and libtjit.a, include/tjit/, bin/tjit, lib/cmake/tjit/, lib/pkgconfig/tjit.pc
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # PyTorch for Debian's python3 and gnuplot, for the comparison: installed only when missing
 BENCH_PYTHON ?= /usr/bin/python3

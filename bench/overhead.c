@@ -1,6 +1,7 @@
 /* overhead.c — per-op overhead, eager and replayed: a chain of 100 adds on
  * 1-element tensors (where an op's own work is a few nanoseconds, so the time
- * per op is tjit's overhead), and the LSTM cell at B=1, H=64. Medians of many
+ * per op is tjit's overhead), and the LSTM cell at B=1, H=64; and what
+ * tj_program_profile costs a replay while it records. Medians of many
  * repetitions after warm-up, measured in the same run. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,23 +26,27 @@ static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **ou
 }
 
 typedef struct timing {
-    double eager, replay, fused; /* seconds per run */
+    double eager, replay, fused, profiled; /* seconds per run */
 } timing;
 
+enum { MODES = 4 };
+
 /* eager; replay with no passes (every node an interpreter instruction: the
- * per-op overhead); replay with the default pipeline (fused) */
+ * per-op overhead); replay with the default pipeline (fused); the unfused
+ * replay again, with profiling on */
 static timing measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n_out, int reps) {
     tj_graph *g = tj_trace(fn, ctx, in, n_in, n_out, NULL);
     tj_compile_options plain = {.passes = ""};
-    tj_program *ps[2] = {g ? tj_compile(g, &plain) : NULL, g ? tj_compile(g, NULL) : NULL};
-    if (!ps[0] || !ps[1]) {
+    tj_program *ps[MODES - 1] = {g ? tj_compile(g, &plain) : NULL, g ? tj_compile(g, NULL) : NULL,
+                                 g ? tj_compile(g, &plain) : NULL};
+    if (!ps[0] || !ps[1] || !ps[2] || tj_program_profile(ps[2], true) != TJ_OK) {
         fprintf(stderr, "overhead: %s\n", tj_last_error());
         exit(1);
     }
-    double *t[3];
-    for (int m = 0; m < 3; m++) t[m] = malloc(sizeof(double) * (size_t)reps);
+    double *t[MODES];
+    for (int m = 0; m < MODES; m++) t[m] = malloc(sizeof(double) * (size_t)reps);
     tj_tensor *out[4];
-    for (int mode = 0; mode < 3; mode++)
+    for (int mode = 0; mode < MODES; mode++)
         for (int r = -reps / 10; r < reps; r++) {
             double t0 = bench_now();
             tj_status st = mode ? tj_run(ps[mode - 1], in, out) : fn(ctx, in, n_in, out, n_out);
@@ -54,13 +59,13 @@ static timing measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n
             if (r >= 0) t[mode][r] = dt;
         }
     timing res;
-    for (int m = 0; m < 3; m++) qsort(t[m], (size_t)reps, sizeof(double), bench_cmp_double);
+    for (int m = 0; m < MODES; m++) qsort(t[m], (size_t)reps, sizeof(double), bench_cmp_double);
     res.eager = t[0][reps / 2];
     res.replay = t[1][reps / 2];
     res.fused = t[2][reps / 2];
-    for (int m = 0; m < 3; m++) free(t[m]);
-    tj_program_free(ps[0]);
-    tj_program_free(ps[1]);
+    res.profiled = t[3][reps / 2];
+    for (int m = 0; m < MODES; m++) free(t[m]);
+    for (int m = 0; m < MODES - 1; m++) tj_program_free(ps[m]);
     tj_graph_free(g);
     return res;
 }
@@ -84,17 +89,19 @@ int main(void) {
 
     printf("per-op overhead (medians; %d threads)\n\n", tj_get_num_threads());
     printf("| workload | ops | eager us/run | replay us/run | fused replay us/run | eager ns/op | "
-           "replay ns/op | replay/eager |\n|---|---|---|---|---|---|---|---|\n");
-    printf("| chain of %d adds, 1 element | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f |\n", CHAIN,
-           CHAIN, c.eager * 1e6, c.replay * 1e6, c.fused * 1e6, c.eager * 1e9 / CHAIN,
-           c.replay * 1e9 / CHAIN, c.replay / c.eager);
-    printf("| LSTM cell B=1 H=64 | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f |\n", cell_ops,
+           "replay ns/op | replay/eager | profiled replay us/run |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
+    printf("| chain of %d adds, 1 element | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n",
+           CHAIN, CHAIN, c.eager * 1e6, c.replay * 1e6, c.fused * 1e6, c.eager * 1e9 / CHAIN,
+           c.replay * 1e9 / CHAIN, c.replay / c.eager, c.profiled * 1e6);
+    printf("| LSTM cell B=1 H=64 | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n", cell_ops,
            l.eager * 1e6, l.replay * 1e6, l.fused * 1e6, l.eager * 1e9 / cell_ops,
-           l.replay * 1e9 / cell_ops, l.replay / l.eager);
+           l.replay * 1e9 / cell_ops, l.replay / l.eager, l.profiled * 1e6);
     printf("\nReplay runs with no passes, one interpreter instruction per traced op. On\n"
            "1-element tensors an add's arithmetic is a few ns, so the chain's replay ns/op is\n"
            "tjit's overhead per op (dispatch, shape rule, output allocation, bookkeeping).\n"
-           "Fused replay runs the default pipeline (the adds become fusion groups).\n");
+           "Fused replay runs the default pipeline (the adds become fusion groups).\n"
+           "Profiled replay is the unfused replay recording every instruction (tj_program_profile).\n");
     for (int i = 0; i < 2; i++) tj_release(chain_in[i]);
     for (int i = 0; i < 3; i++) tj_release(cell_in[i]);
     tjx_lstm_cell.destroy(cell);

@@ -8,7 +8,10 @@
  * files: inputs, weights, each variant's outputs and gradients), which
  * bench/torch_compare.py reads; bench/report.py prints the table.
  * Usage: bench_suite [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID]
- *                    [--append] [--list] */
+ *                    [--append] [--list] [--no-progress]
+ * On a terminal a status line on stderr says how many workloads are done and
+ * which one runs; elsewhere a line per workload does (--no-progress: none,
+ * for a driver that shows its own). */
 #include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
@@ -225,6 +228,7 @@ int main(int argc, char **argv) {
     bs_config cfg = {.out_dir = "build/bench", .budget_s = 4.0, .min_reps = 5, .max_reps = 2000,
                      .warmup = 3, .threads = tj_get_num_threads()};
     const char *only = NULL;
+    bool show_progress = true;
     for (int i = 1; i < argc; i++) {
         bool more = i + 1 < argc;
         if (!strcmp(argv[i], "--out") && more) cfg.out_dir = argv[++i];
@@ -232,12 +236,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--threads") && more) cfg.threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--only") && more) only = argv[++i];
         else if (!strcmp(argv[i], "--append")) cfg.append = true;
+        else if (!strcmp(argv[i], "--no-progress")) show_progress = false;
         else if (!strcmp(argv[i], "--list")) {
             for (int k = 0; k < N_WORKLOADS; k++) printf("%s\n", workloads[k].id);
             return 0;
         } else {
             fprintf(stderr, "usage: %s [--out DIR] [--budget SECONDS] [--threads N] [--only ID,ID] "
-                            "[--append] [--list]\n", argv[0]);
+                            "[--append] [--list] [--no-progress]\n", argv[0]);
             return 2;
         }
     }
@@ -252,12 +257,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_suite: cannot write to %s\n", cfg.out_dir);
         return 1;
     }
+    int total = 0, done = 0;
+    for (int k = 0; k < N_WORKLOADS; k++) total += selected(only, workloads[k].id);
+    tjit_progress progress;
+    tjit_progress_begin(&progress, "bench_suite", "done", total);
+    cfg.progress = show_progress ? &progress : NULL;
     for (int k = 0; k < N_WORKLOADS; k++) {
         if (!selected(only, workloads[k].id)) continue;
+        tjit_progress_item(cfg.progress, done++, workloads[k].id);
         tj_generator *gen = tj_generator_new(1000 + (uint64_t)k);
         workloads[k].run(&cfg, workloads[k].id, gen, workloads[k].arg);
         tj_generator_free(gen);
     }
+    tjit_progress_end(cfg.progress, done);
     bs_close(&cfg);
     return 0;
 }

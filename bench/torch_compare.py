@@ -35,10 +35,21 @@ import subprocess
 import sys
 import time
 
+from progress import Progress
 from report import read_manifest, tjit_blas
 
 # set by load_torch(): numpy, torch and bench/torch_models.py, or None when missing
 np = torch = tm = None
+# the status line of the run (main), which lines of results print around
+progress = None
+
+
+def say(text):
+    """Prints a line of results."""
+    if progress:
+        progress.say(text)
+    else:
+        print(text, flush=True)
 
 
 def load_torch(threads):
@@ -210,7 +221,7 @@ def time_workload(out_dir, w, fuser, args, rng):
         fuser.off()
     torch.set_grad_enabled(True)
 
-    print(f"{w['id']} — {w['label']}")
+    say(f"{w['id']} — {w['label']}")
     rows = []
     for name in ("torch_eager", "torch_trace", "torch_fused"):
         r = results[name]
@@ -218,10 +229,10 @@ def time_workload(out_dir, w, fuser, args, rng):
             med = float(np.median(r))
             rows.append([w["id"], w["label"], name, f"{med:.9g}", f"{r[0]:.9g}", len(r), "ok",
                          notes.get(name, "")])
-            print(f"  {name:12s} {med * 1e3:10.4f} ms  (best {r[0] * 1e3:.4f})")
+            say(f"  {name:12s} {med * 1e3:10.4f} ms  (best {r[0] * 1e3:.4f})")
         else:
             rows.append([w["id"], w["label"], name, "", "", 0, "n/a", r])
-            print(f"  {name:12s}        n/a  ({r})")
+            say(f"  {name:12s}        n/a  ({r})")
     sys.stdout.flush()
     return rows
 
@@ -296,16 +307,21 @@ class Measured:
                 return result, round(busy, 3), round(share, 3), again
             self.retries -= 1
             again += 1
-            print(f"  ({what}: others used {100 * share:.0f}% of the CPUs meanwhile: measuring again)")
+            say(f"  ({what}: others used {100 * share:.0f}% of the CPUs meanwhile: measuring again)")
 
 
 def run_suite(args, wid):
-    """bench_suite on one workload, adding to the files in args.out."""
-    cmd = [args.suite, "--out", args.out, "--append", "--only", wid, "--budget", str(args.budget)]
+    """bench_suite on one workload, adding to the files in args.out; its lines
+    of results pass through say(), around the status line."""
+    cmd = [args.suite, "--out", args.out, "--append", "--only", wid, "--budget", str(args.budget),
+           "--no-progress"]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
     sys.stdout.flush()
-    if subprocess.run(cmd).returncode != 0:
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as child:
+        for line in child.stdout:
+            say(line.rstrip("\n"))
+    if child.returncode != 0:
         sys.exit(f"torch_compare: {' '.join(cmd)} failed")
 
 
@@ -328,6 +344,7 @@ def match_blas(suite):
 
 
 def main():
+    global progress
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build/bench", help="bench_suite's output directory")
     ap.add_argument("--suite", default=None,
@@ -367,10 +384,12 @@ def main():
         writer, checker = csv.writer(tf), csv.writer(cf)
         writer.writerow(header)
         checker.writerow(["workload", "variant", "what", "max_abs_err", "max_abs_ref"])
-        for wid in ids:
+        progress = Progress("make bench", len(ids))
+        for done, wid in enumerate(ids):
             # per half (tjit, PyTorch): CPUs busy before, others' share during, re-measures
             shared[wid] = {"busy": [None, None], "others": [None, None], "again": [0, 0]}
             if args.suite:
+                progress.step(done, f"{wid}: tjit")
                 _, *facts = halves.run("tjit", lambda: run_suite(args, wid))
                 for key, value in zip(("busy", "others", "again"), facts):
                     shared[wid][key][0] = value
@@ -378,15 +397,16 @@ def main():
             if have_torch is None:  # the first workload: tjit's thread count is known now
                 have_torch = load_torch(run["threads"])
                 if not have_torch:
-                    print("torch_compare: PyTorch is not installed (Debian: apt-get install "
-                          "python3-torch); measuring tjit only")
+                    say("torch_compare: PyTorch is not installed (Debian: apt-get install "
+                        "python3-torch); measuring tjit only")
                     continue
                 fuser = tm.Fuser()
-                print(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} "
-                      f"threads, fused variant: {fuser.name}")
+                say(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} "
+                    f"threads, fused variant: {fuser.name}")
             if not have_torch:
                 continue
             w = next(x for x in workloads if x["id"] == wid)
+            progress.step(done, f"{wid}: PyTorch")
             rows, *facts = halves.run("PyTorch", lambda: time_workload(args.out, w, fuser, args, rng))
             for key, value in zip(("busy", "others", "again"), facts):
                 shared[wid][key][1] = value
@@ -394,6 +414,7 @@ def main():
             check_workload(args.out, w, checker)
             tf.flush()
             cf.flush()
+        progress.end(len(ids))
     if have_torch:
         with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
             json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),

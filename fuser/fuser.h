@@ -70,6 +70,8 @@ void tjf_group_free(tjf_group *g);
 tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs);
 /* How many kernels the group has compiled (for tests). */
 int tjf_group_num_kernels(const tjf_group *g);
+/* The name of the backend that compiles the group's kernels (for profiles). */
+const char *tjf_group_backend_name(const tjf_group *g);
 
 /* Fusibility: one predicate over the op table's facts. */
 bool tjf_fusible_op(const tj_op_info *op);

@@ -132,6 +132,8 @@ int tjf_group_num_kernels(const tjf_group *g) {
     return n;
 }
 
+const char *tjf_group_backend_name(const tjf_group *g) { return g->backend->name; }
+
 typedef struct shape {
     int ndim;
     int64_t sizes[TJ_MAX_DIMS];

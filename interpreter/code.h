@@ -42,6 +42,8 @@ typedef struct tji_instr {
     int *in, *out, *dead;   /* register numbers */
 } tji_instr;
 
+typedef struct tji_profile tji_profile; /* profile.h */
+
 typedef struct tji_code {
     tji_instr *instrs;
     int n_instrs;
@@ -50,6 +52,8 @@ typedef struct tji_code {
     int *input_regs;    /* -1 for an input nothing reads */
     int n_outputs;
     int *output_regs;
+    /* made by the first tj_program_profile; freed with the code */
+    _Atomic(tji_profile *) profile;
 } tji_code;
 
 /* Lowers the nodes of g's block (which must be verified) to code; fusion

@@ -7,6 +7,7 @@
 
 #include "code.h"
 #include "core/ptrmap.h"
+#include "profile.h"
 
 typedef struct lowering {
     tjc_ptrmap reg_of;    /* value -> register + 1 */
@@ -152,6 +153,7 @@ tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code 
 }
 
 void tji_code_free(tji_code *code) {
+    tji_profile_free(atomic_load(&code->profile));
     for (int i = 0; i < code->n_instrs && code->instrs; i++) {
         free(code->instrs[i].in);
         free(code->instrs[i].out);

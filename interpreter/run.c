@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "code.h"
+#include "profile.h"
 
 /* Wraps the op's own message with the node it came from. */
 static tj_status node_failed(const tji_instr *I) {
@@ -90,8 +91,11 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
     for (int i = 0; i < code->n_inputs; i++)
         if (code->input_regs[i] >= 0) R[code->input_regs[i]] = tj_retain(in[i]);
     tj_status st = TJ_OK;
+    tji_profile_run prof;
+    bool profiling = tji_profile_begin(code, &prof);
     for (int k = 0; k < code->n_instrs && st == TJ_OK; k++) {
         const tji_instr *I = &code->instrs[k];
+        int64_t started = profiling ? tji_now_ns() : 0;
         switch (I->code) {
         case TJI_CALL: st = call(I, R); break;
         case TJI_CONST: R[I->out[0]] = tj_retain(I->constant); break;
@@ -100,6 +104,7 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
         case TJI_FUSED: st = fused(I, R); break;
         }
         if (st != TJ_OK) break;
+        if (profiling) tji_profile_instr(&prof, k, started, R);
         for (int d = 0; d < I->n_dead; d++) {
             tj_release(R[I->dead[d]]);
             R[I->dead[d]] = NULL;
@@ -111,6 +116,7 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
         tj_release(R[r]);
         R[r] = NULL;
     }
+    if (profiling) tji_profile_end(&prof);
     return st;
 }
 

@@ -1,8 +1,9 @@
 /* test_cli.c — the tjit program: `tjit run` on a small .ir file with an
  * input from a .npy file and outputs saved with --out, its errors (a
- * malformed file reports line:col and exits 1), `tjit run --backward`, and
- * `tjit dump` (with --grad). The binary
- * is found next to this test's executable, in the build directory. */
+ * malformed file reports line:col and exits 1), `tjit run --backward`,
+ * `tjit dump` (with --grad), `tjit profile` (its table, its trace file and
+ * its errors) and `tjit --version`. The binary is found next to this test's
+ * executable, in the build directory. */
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
@@ -241,6 +242,58 @@ static void test_dump(void **state) {
     result_free(&r);
 }
 
+/* ---- tjit profile, tjit --version ---------------------------------------------------------- */
+
+static void test_profile(void **state) {
+    (void)state;
+    char *trace = tt_path(dir, "trace.json");
+    result r = run_tjit((const char *[]){"profile", "lstm_cell", "--runs", "2", "--chrome-trace", trace, NULL});
+    expect(&r, 0, "lstm_cell: 2 runs after 2 to warm up, fusion backend portable", NULL);
+    expect(&r, 0, "forward: 2 replays, ", NULL);
+    expect(&r, 0, "  aten::linear ", NULL);
+    expect(&r, 0, "  fusion %", NULL);
+    expect(&r, 0, "trace: ", NULL);
+    assert_string_equal(r.err, ""); /* quick work shows no progress */
+    result_free(&r);
+    char *text = tt_read_file(trace);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "\"traceEvents\": ["));
+    assert_non_null(strstr(text, "\"name\": \"aten::linear\""));
+    free(text);
+    /* a graph file on random inputs, with its backward */
+    char *ir = write_text("g.ir", graph_text);
+    r = run_tjit((const char *[]){"profile", ir, "--backward", "--runs", "3", NULL});
+    expect(&r, 0, "3 runs of forward and backward", NULL);
+    expect(&r, 0, "backward: 3 replays, ", NULL);
+    result_free(&r);
+    r = run_tjit((const char *[]){"profile", "no_such_thing", NULL});
+    expect(&r, 1, NULL, "'no_such_thing' is neither an example model (tjit list models) nor a readable file");
+    result_free(&r);
+    r = run_tjit((const char *[]){"profile", "mlp", "--runs", "0", NULL});
+    expect(&r, 2, NULL, "--runs takes a whole number from 1, got '0'");
+    result_free(&r);
+    r = run_tjit((const char *[]){"profile", "mlp", "--backend", "nope", NULL});
+    expect(&r, 1, NULL, "no fusion backend named 'nope'");
+    result_free(&r);
+    r = run_tjit((const char *[]){"profile", "mlp", "--runs", "1", "--chrome-trace", "/nonexistent/t.json", NULL});
+    expect(&r, 1, NULL, "cannot write /nonexistent/t.json");
+    result_free(&r);
+    r = run_tjit((const char *[]){"profile", NULL});
+    expect(&r, 2, NULL, "usage: tjit profile MODEL|FILE.ir");
+    result_free(&r);
+    free(ir);
+    free(trace);
+}
+
+static void test_version(void **state) {
+    (void)state;
+    result r = run_tjit((const char *[]){"--version", NULL});
+    expect(&r, 0, "tjit " TJIT_VERSION_STRING " (", NULL);
+    expect(&r, 0, "\nBLAS: OpenBLAS", NULL);
+    expect(&r, 0, "\nCPU features in use:", NULL);
+    result_free(&r);
+}
+
 int main(void) {
 #define T(f) TT_SCOPED_TEST(f)
     const struct CMUnitTest tests[] = {
@@ -248,6 +301,8 @@ int main(void) {
         T(test_run_errors),
         T(test_run_backward),
         T(test_dump),
+        T(test_profile),
+        T(test_version),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tjit/tjit.h"
 #include "tools/commands.h"
 
 static const struct {
@@ -16,7 +17,8 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tjit COMMAND [ARGS]\n\ncommands:\n");
+    fprintf(f, "usage: tjit COMMAND [ARGS]\n       tjit --version     the version and what this build holds\n\n"
+               "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-40s %s\n", commands[i].usage, commands[i].help);
 }
@@ -25,6 +27,11 @@ int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("%sthreads: %d (tj_set_num_threads, OMP_NUM_THREADS)\n", tj_build_info(),
+               tj_get_num_threads());
+        return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);

@@ -13,13 +13,15 @@
 
 enum { MAX_INPUTS = 64 };
 
-/* A random tensor of a fully known type; NULL with a message otherwise. */
-static tj_tensor *random_input(const tj_type *t, int index, const char *name, tj_generator *gen) {
+tj_tensor *tjit_random_input(const char *command, const tj_type *t, int index, const char *name,
+                             tj_generator *gen) {
     bool known = t->kind == TJ_TYPE_TENSOR && t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN;
     for (int d = 0; known && d < t->ndim; d++) known = t->sizes[d] != TJ_UNKNOWN_DIM;
+    bool can_give = !strcmp(command, "tjit run");
     if (!known) {
-        fprintf(stderr, "tjit run: input %d%s%s has no complete tensor type; give it with "
-                "--input %s=FILE.npy\n", index, name ? " %" : "", name ? name : "", name ? name : "N");
+        fprintf(stderr, "%s: input %d%s%s has no complete tensor type%s%s%s\n", command, index,
+                name ? " %" : "", name ? name : "", can_give ? "; give it with --input " : "",
+                can_give ? (name ? name : "N") : "", can_give ? "=FILE.npy" : "");
         return NULL;
     }
     tj_tensor *x = tj_randn(t->sizes, t->ndim, TJ_F64, gen);
@@ -183,7 +185,7 @@ int tjit_cmd_run(int argc, char **argv) {
         const char *file = NULL;
         for (int k = 0; k < n_given; k++)
             if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = given_file[k];
-        inputs[i] = file ? tj_load_npy(file) : random_input(tj_value_type(v), i, name, gen);
+        inputs[i] = file ? tj_load_npy(file) : tjit_random_input("tjit run", tj_value_type(v), i, name, gen);
         if (!inputs[i]) {
             if (file || tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
             goto done;

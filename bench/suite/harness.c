@@ -266,8 +266,10 @@ static void write_manifest(bs_config *cfg, const bs_workload *w, double load) {
 
 void bs_run_workload(bs_config *cfg, const bs_workload *w) {
     double load = load_1min();
+    tjit_progress_clear(cfg->progress);
     printf("%s — %s (load %.2f)\n", w->id, w->label, load);
     fflush(stdout);
+    tjit_progress_show(cfg->progress);
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/data/%s", cfg->out_dir, w->id);
     if (!make_dir(dir)) fprintf(stderr, "bench_suite: cannot make %s\n", dir);
@@ -322,7 +324,9 @@ void bs_run_workload(bs_config *cfg, const bs_workload *w) {
             v->t[r] = bs_now() - t0;
             if (st) fail(v, "run");
         }
+        tjit_progress_tick(cfg->progress, cfg->progress ? cfg->progress->done : 0);
     }
+    tjit_progress_clear(cfg->progress);
     write_rows(cfg, w, vs, reps);
     write_manifest(cfg, w, load);
     for (int i = 0; i < N_VARIANTS; i++) {

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "tjit/tjit.h"
+#include "tools/progress.h"
 
 enum { BS_MAX_IN = 4, BS_MAX_OUT = 4, BS_MAX_PARAMS = 16 };
 
@@ -53,6 +54,7 @@ typedef struct bs_config {
     double load_before;
     FILE *csv;       /* the rows: workload,label,variant,median_s,best_s,reps,status,note */
     FILE *manifest;  /* JSON lines: one object per workload, and one {"run": ...} per run */
+    tjit_progress *progress; /* the workloads done of those selected; NULL: none shown */
 } bs_config;
 
 /* Opens out_dir/tjit.csv and out_dir/manifest.jsonl; false on error. */
