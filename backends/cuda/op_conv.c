@@ -97,7 +97,7 @@ static tj_status bias_fill(const tjc_call *c, const tj_tensor *bias, void *y, in
 static tj_status dense(const tjc_call *c, const tj_tensor *t, void **owned, void **p) {
     *owned = NULL;
     *p = tjc_data_ptr(t);
-    if (tj_is_contiguous(t)) return TJ_OK;
+    if (tj_is_contiguous(t) || tj_numel(t) == 0) return TJ_OK;
     size_t es = tj_dtype_size(t->dtype);
     if (!(*owned = tjcu_malloc(c->device, (size_t)tj_numel(t) * es))) return tj_last_status();
     tjcu_tensor_arg a = tjcu_arg(t);
