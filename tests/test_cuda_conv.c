@@ -241,15 +241,15 @@ static void test_refusals(void **state) {
     tj_tensor *channels[3] = {rnd(xs, 4, TJ_F32), rnd(odd, 4, TJ_F32), NULL};
     tj_tensor *bools[3] = {tj_ones(xs, 4, TJ_BOOL), tj_ones(ws, 4, TJ_BOOL), NULL};
     tt_context("conv2d refusals");
-    assert_int_equal(tt_cuda_check_layout("aten::conv2d", ints, 3, fa, 4, 0, 0), -1);
-    assert_int_equal(tt_cuda_check_layout("aten::conv2d", mixed, 3, fa, 4, 0, 0), -1);
-    assert_int_equal(tt_cuda_check_layout("aten::conv2d", too_big, 3, fa, 4, 0, 0), -1);
-    assert_int_equal(tt_cuda_check_layout("aten::conv2d", channels, 3, fa, 4, 0, 0), -1);
-    assert_int_equal(tt_cuda_check_layout("aten::conv2d", bools, 3, fa, 4, 0, 0), -1);
+    tt_cuda_check_refused("aten::conv2d", ints, 3, fa, 4);
+    tt_cuda_check_refused("aten::conv2d", mixed, 3, fa, 4);
+    tt_cuda_check_refused("aten::conv2d", too_big, 3, fa, 4);
+    tt_cuda_check_refused("aten::conv2d", channels, 3, fa, 4);
+    tt_cuda_check_refused("aten::conv2d", bools, 3, fa, 4);
     int64_t gys[4] = {1, 3, 3, 3};
     tj_attr ba[5] = {{.ints = {ws, 4}}, fa[0], fa[1], fa[2], fa[3]};
     tj_tensor *wi[2] = {tt_random(gen, gys, 4, TJ_I64, -3, 3), ints[0]};
-    assert_int_equal(tt_cuda_check_layout("tjit::conv2d_backward_weight", wi, 2, ba, 5, 0, 0), -1);
+    tt_cuda_check_refused("tjit::conv2d_backward_weight", wi, 2, ba, 5);
     tt_context(NULL);
 }
 

@@ -184,7 +184,7 @@ static void test_addmm(void **state) {
     int64_t is[2] = {2, 2};
     tj_tensor *ii[3] = {rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64)};
     tj_attr half[2] = {{.f = 0.5}, {.f = 1}};
-    assert_int_equal(tt_cuda_check_layout("aten::addmm", ii, 3, half, 2, 0, 0), -1);
+    tt_cuda_check_refused("aten::addmm", ii, 3, half, 2);
     tt_context(NULL);
 }
 
@@ -253,13 +253,13 @@ static void test_refusals(void **state) {
     const char *ops[] = {"aten::mm", "aten::matmul", "aten::bmm"};
     for (int o = 0; o < 3; o++) {
         tt_context("%s refusals", ops[o]);
-        assert_int_equal(tt_cuda_check_layout(ops[o], bools, 2, NULL, 0, 0, 0), -1);
-        assert_int_equal(tt_cuda_check_layout(ops[o], mixed, 2, NULL, 0, 0, 0), -1);
-        assert_int_equal(tt_cuda_check_layout(ops[o], mismatch, 2, NULL, 0, 0, 0), -1);
+        tt_cuda_check_refused(ops[o], bools, 2, NULL, 0);
+        tt_cuda_check_refused(ops[o], mixed, 2, NULL, 0);
+        tt_cuda_check_refused(ops[o], mismatch, 2, NULL, 0);
     }
-    assert_int_equal(tt_cuda_check_layout("aten::mm", not2d, 2, NULL, 0, 0, 0), -1);
+    tt_cuda_check_refused("aten::mm", not2d, 2, NULL, 0);
     tj_tensor *lin[3] = {rnd(a, 2, TJ_F32), rnd(bad, 2, TJ_F32), NULL};
-    assert_int_equal(tt_cuda_check_layout("aten::linear", lin, 3, NULL, 0, 0, 0), -1);
+    tt_cuda_check_refused("aten::linear", lin, 3, NULL, 0);
     tt_context(NULL);
 }
 
