@@ -312,6 +312,21 @@ static bool max_index(const tj_tensor *t, int64_t *out) {
     return true;
 }
 
+/* t, or for a tensor on a device a host copy of the bytes its view spans,
+ * viewed with t's strides: the data decides a size here, and a shape rule
+ * runs no kernel. (Strides are never negative.) */
+static tj_tensor *host_readable(tj_tensor *t) {
+    int64_t span = 1, one = 1;
+    if (t->storage->device.type == TJ_CPU || tjc_numel(t->sizes, t->ndim) == 0) return tj_retain(t);
+    for (int d = 0; d < t->ndim; d++) span += (t->sizes[d] - 1) * t->strides[d];
+    tj_tensor *flat = tjc_make_view(t, &span, &one, 1, t->offset);
+    tj_tensor *host = flat ? tjc_to_device(flat, TJ_DEVICE_CPU) : NULL;
+    tj_tensor *view = host ? tjc_make_view(host, t->sizes, t->strides, t->ndim, 0) : NULL;
+    tj_release(flat);
+    tj_release(host);
+    return view;
+}
+
 /* in: self; attrs: num_classes. With num_classes -1 the size comes from the
  * data, which a trace records as a constant. */
 tj_status tjc_infer_one_hot(const tjc_call *c, int *n_out) {
@@ -324,8 +339,12 @@ tj_status tjc_infer_one_hot(const tjc_call *c, int *n_out) {
         return tjc_error(TJ_ERR_ARG, "%s: num_classes must be -1 (infer) or non-negative, got %lld",
                          c->op->name, (long long)classes);
     if (classes == -1) {
+        tj_tensor *host = host_readable(c->in[0]);
+        if (!host) return tj_last_status();
         int64_t top;
-        if (!max_index(x, &top))
+        bool any = max_index(host, &top);
+        tj_release(host);
+        if (!any)
             return tjc_error(TJ_ERR_ARG, "%s: cannot infer num_classes from an empty tensor; "
                              "pass num_classes", c->op->name);
         if (top < 0)

@@ -2,6 +2,7 @@
  * Element i of a draw uses counter (offset + i) alone, so results do not
  * depend on how the elements are split across threads. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core.h"
@@ -71,6 +72,30 @@ uint64_t tj_generator_reserve(tj_generator *g, uint64_t n) {
     uint64_t first = g->offset;
     g->offset += n;
     return first;
+}
+
+#define TJC_DEFAULT_GENERATOR_SEED 0
+
+static tj_generator *default_gen;
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+
+tj_status tjc_generator_reserve_for(const char *op, tj_generator *g, uint64_t n, uint64_t *seed,
+                                    uint64_t *first) {
+    if (g) {
+        *seed = tj_generator_seed(g);
+        *first = tj_generator_reserve(g, n);
+        return TJ_OK;
+    }
+    pthread_mutex_lock(&default_lock);
+    if (!default_gen) default_gen = tj_generator_new(TJC_DEFAULT_GENERATOR_SEED);
+    tj_status st = default_gen ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "%s: out of memory creating "
+                                                   "the default generator", op);
+    if (!st) {
+        *seed = tj_generator_seed(default_gen);
+        *first = tj_generator_reserve(default_gen, n);
+    }
+    pthread_mutex_unlock(&default_lock);
+    return st;
 }
 
 typedef enum { DRAW_UNIFORM, DRAW_NORMAL, DRAW_BERNOULLI } draw_kind;

@@ -128,8 +128,11 @@ static tj_status take_tape(tj_program *p, tj_tensor ***tape, int *n) {
     return st;
 }
 
+/* A gradient seed where the output lives. */
 static tj_tensor *filled_like(const tj_type *t, double value) {
-    return tj_full(t->sizes, t->ndim, value, (tj_dtype)t->dtype);
+    tj_device dev = {t->device_type == TJ_CUDA ? TJ_CUDA : TJ_CPU,
+                     t->device_type == TJ_CUDA ? t->device_index : 0};
+    return tj_full_on(t->sizes, t->ndim, value, (tj_dtype)t->dtype, dev);
 }
 
 tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor **grad_inputs) {

@@ -210,8 +210,11 @@ static tj_status plane_act(tj_tensor *t, const tjc_conv_geom *g, int64_t ph, int
     return TJ_OK;
 }
 
+/* col == the input itself; conv_transpose2d's output padding (allowed below
+ * the dilation) can make the input larger than the output, and then it is not */
 static bool is_direct(const tjc_conv_geom *g) {
-    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 &&
+           g->h == g->ho && g->w == g->wo;
 }
 
 tj_status tjcpu_conv_forward(const tjc_call *c) {

@@ -6,40 +6,14 @@
  * generator's offset advances by numel per training call. So one seed and
  * offset give one mask, independent of the thread count.
  *
- * A NULL generator draws from a process-wide default generator, created on
- * first use with seed TJNN_DROPOUT_DEFAULT_SEED and shared by all threads
- * under a lock. Programs that need their own stream (or reproducibility
- * across unrelated calls) pass a generator of their own. */
-#include <pthread.h>
+ * A NULL generator draws from the process-wide default generator (core/
+ * random.c: seed 0, shared by all threads and devices under a lock). Programs
+ * that need their own stream (or reproducibility across unrelated calls) pass
+ * a generator of their own. */
 #include <string.h>
 
 #include "core/random.h"
 #include "nn.h"
-
-#define TJNN_DROPOUT_DEFAULT_SEED 0
-
-static tj_generator *default_gen;
-static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* Reserves n counters from g (or the default generator). */
-static tj_status reserve(const char *op, tj_generator *g, uint64_t n, uint64_t *seed,
-                         uint64_t *base) {
-    if (g) {
-        *seed = tj_generator_seed(g);
-        *base = tj_generator_reserve(g, n);
-        return TJ_OK;
-    }
-    pthread_mutex_lock(&default_lock);
-    if (!default_gen) default_gen = tj_generator_new(TJNN_DROPOUT_DEFAULT_SEED);
-    tj_status st = default_gen ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "%s: out of memory creating "
-                                                   "the default generator", op);
-    if (!st) {
-        *seed = tj_generator_seed(default_gen);
-        *base = tj_generator_reserve(default_gen, n);
-    }
-    pthread_mutex_unlock(&default_lock);
-    return st;
-}
 
 /* out (and mask when not NULL) from input; attrs: p, train, generator */
 static tj_status dropout(const tjc_call *c, tj_tensor *out, tj_tensor *mask) {
@@ -56,7 +30,8 @@ static tj_status dropout(const tjc_call *c, tj_tensor *out, tj_tensor *mask) {
         return st;
     }
     uint64_t seed, base;
-    tj_status st = reserve(c->op->name, c->attr[2].gen, (uint64_t)n, &seed, &base);
+    tj_status st =
+        tjc_generator_reserve_for(c->op->name, c->attr[2].gen, (uint64_t)n, &seed, &base);
     if (st) {
         tj_release(x);
         return st;

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "backends/cuda/sources.h"
+#include "fuser/disk_cache.h"
 #include "core/core.h"
 #include "harness_internal.h"
 
@@ -67,7 +68,6 @@ static atomic_long n_compiles, n_disk_hits, n_memory_hits;
 static char private_dir[1024];
 static pid_t private_owner;
 static char cxx_seen[512], cxx_version[256]; /* the compiler last asked, and its --version */
-static char warned_dir[1024];
 
 /* ---- files and processes ---------------------------------------------------------- */
 
@@ -226,33 +226,13 @@ static const char *distrust(const char *path, bool dir) {
     return NULL;
 }
 
-static void make_dirs(const char *dir) {
-    char p[1024];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            mkdir(p, 0700);
-            *s = '/';
-        }
-    mkdir(p, 0700);
-}
-
-/* An absolute path: the compiler runs in its build directory. */
+/* An absolute path: the compiler runs in its build directory. The directory
+ * is the shared disk cache's (fuser/disk_cache.h: created 0700, used only when
+ * it is the user's own and not writable by others, one warning otherwise);
+ * without one, a private directory. */
 static const char *cache_dir(void) {
-    static char abs[PATH_MAX];
-    const char *d = getenv("TJIT_CACHE_DIR");
-    if (d && d[0] && strlen(d) < 900) {
-        make_dirs(d);
-        const char *why = distrust(d, true);
-        if (!why && realpath(d, abs) && strlen(abs) < 900) return abs;
-        if (!why) why = "its path is too long";
-        if (strcmp(warned_dir, d)) {
-            fprintf(stderr, "tjit: not using the kernel cache TJIT_CACHE_DIR=%s: %s; compiling into a "
-                    "private directory\n", d, why);
-            snprintf(warned_dir, sizeof warned_dir, "%s", d);
-        }
-    }
+    static char dir[PATH_MAX], abs[PATH_MAX];
+    if (tjf_disk_cache_dir(dir, sizeof dir) && realpath(dir, abs) && strlen(abs) < 900) return abs;
     return get_private_dir();
 }
 

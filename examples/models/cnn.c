@@ -91,5 +91,12 @@ static int cnn_parameters(void *ctx, tj_tensor **out, int cap) {
     return tjx_collect(all, 10, out, cap);
 }
 
+static int cnn_buffers(void *ctx, tj_tensor **out, int cap) {
+    cnn *m = ctx;
+    tj_tensor *all[4] = {m->bn_mean[0], m->bn_var[0], m->bn_mean[1], m->bn_var[1]};
+    return tjx_collect(all, 4, out, cap);
+}
+
 const tjx_model tjx_cnn = {"cnn", "(conv3x3-batch_norm-relu-max_pool)x2, linear; batch 8, 3x32x32",
-                           1, 1, cnn_create, cnn_destroy, cnn_forward, cnn_inputs, cnn_parameters};
+                           1, 1, cnn_create, cnn_destroy, cnn_forward, cnn_inputs, cnn_parameters,
+                           cnn_buffers};

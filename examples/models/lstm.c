@@ -124,8 +124,8 @@ static tj_status seq_forward(void *ctx, tj_tensor *const *in, int n_in, tj_tenso
     int64_t hs[2] = {s->batch, s->hidden};
     tj_tensor *h[4], *c[4], *outputs[64];
     for (int l = 0; l < s->layers; l++) {
-        h[l] = tj_zeros(hs, 2, TJ_F32);
-        c[l] = tj_zeros(hs, 2, TJ_F32);
+        h[l] = tj_new_zeros(in[0], hs, 2); /* of the input's dtype, on its device */
+        c[l] = tj_new_zeros(in[0], hs, 2);
     }
     tj_status st = TJ_OK;
     int64_t steps = s->steps < 64 ? s->steps : 64;
@@ -165,6 +165,6 @@ static int lstm_parameters(void *ctx, tj_tensor **out, int cap) {
 
 const tjx_model tjx_lstm_cell = {"lstm_cell", "LSTM cell: batch 64, input 512, hidden 512", 3, 2,
                                  cell_create, lstm_destroy, cell_forward, cell_inputs,
-                                 lstm_parameters};
+                                 lstm_parameters, NULL};
 const tjx_model tjx_lstm = {"lstm", "2-layer LSTM over 8 steps: batch 4, input 32, hidden 64", 1, 1,
-                            seq_create, lstm_destroy, seq_forward, seq_inputs, lstm_parameters};
+                            seq_create, lstm_destroy, seq_forward, seq_inputs, lstm_parameters, NULL};

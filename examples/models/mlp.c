@@ -64,4 +64,4 @@ static int mlp_parameters(void *ctx, tj_tensor **out, int cap) {
 }
 
 const tjx_model tjx_mlp = {"mlp", "784-256-256-10 perceptron, relu, log_softmax (batch 64)", 1, 1,
-                           mlp_create, mlp_destroy, mlp_forward, mlp_inputs, mlp_parameters};
+                           mlp_create, mlp_destroy, mlp_forward, mlp_inputs, mlp_parameters, NULL};

@@ -19,6 +19,9 @@ typedef struct tjx_model {
     /* The parameters (borrowed), for optimisers: fills out (at most cap) and
      * returns how many there are. */
     int (*parameters)(void *params, tj_tensor **out, int cap);
+    /* State that is not trained but moves with the model (batch_norm's
+     * running statistics), like parameters(); NULL when there is none. */
+    int (*buffers)(void *params, tj_tensor **out, int cap);
 } tjx_model;
 
 extern const tjx_model tjx_mlp, tjx_lstm_cell, tjx_lstm, tjx_cnn, tjx_transformer;

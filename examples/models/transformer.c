@@ -92,4 +92,4 @@ const tjx_model tjx_transformer = {"transformer",
                                    "encoder block: 4-head self-attention, layer_norm, gelu MLP; "
                                    "sequence 128, width 256",
                                    1, 1, block_create, block_destroy, block_forward, block_inputs,
-                                   block_parameters};
+                                   block_parameters, NULL};

@@ -33,6 +33,21 @@ int tt_cuda_run(const char *name, const struct CMUnitTest *tests, size_t n) {
     return failed;
 }
 
+/* A copy of t on device d with t's geometry: its whole storage goes over as
+ * bytes and the same view is made there (no kernel of the op families runs). */
+static tj_tensor *copy_like(tj_tensor *t, tj_device d) {
+    if (tj_is_contiguous(t)) return tjc_to_device(t, d);
+    int64_t n = (int64_t)(t->storage->nbytes / tj_dtype_size(t->dtype)), one = 1;
+    tj_tensor *flat = tjc_make_view(t, &n, &one, 1, 0);
+    tj_tensor *copy = flat ? tjc_to_device(flat, d) : NULL;
+    tj_tensor *view = copy ? tjc_make_view(copy, t->sizes, t->strides, t->ndim, t->offset) : NULL;
+    tj_release(flat);
+    tj_release(copy);
+    return view;
+}
+
+tj_tensor *tt_cuda_copy_like(tj_tensor *t) { return copy_like(t, TT_CUDA0); }
+
 /* Compares a CUDA result with the CPU's. */
 static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_tensor *dev,
                     double rtol, double atol, const char *file, int line) {
@@ -51,7 +66,7 @@ static void compare(const char *op, const char *what, int k, tj_tensor *cpu, tj_
                     tjc_fmt_sizes(b, sizeof b, tj_sizes(dev), tj_ndim(dev)));
         _fail(file, line);
     }
-    tj_tensor *host = tjc_to_device(dev, TJ_DEVICE_CPU);
+    tj_tensor *host = copy_like(dev, TJ_DEVICE_CPU);
     if (!host) {
         print_error("%s: %s %d: copying to the host failed: %s\n", op, what, k, tj_last_error());
         _fail(file, line);
@@ -79,7 +94,7 @@ int tt_cuda_check_op_(const char *name, tj_tensor *const *in, int n_in, const tj
         tj_tensor *c[1];
         assert_int_equal(tjc_invoke_nested(tjc_op(TJ_OP_clone), &in[i], 1, NULL, c, 1), 1);
         cpu_in[i] = c[0];
-        dev_in[i] = tjc_to_device(in[i], TT_CUDA0);
+        dev_in[i] = tt_cuda_copy_like(in[i]);
         if (!dev_in[i]) {
             print_error("%s: copying input %d to cuda:0 failed: %s\n", name, i, tj_last_error());
             _fail(file, line);

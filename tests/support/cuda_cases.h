@@ -30,6 +30,12 @@ int tt_cuda_check_op_(const char *op, tj_tensor *const *in, int n_in, const tj_a
 #define tt_cuda_check_op(op, in, n_in, attrs, n_attrs, rtol, atol) \
     tt_cuda_check_op_(op, in, n_in, attrs, n_attrs, rtol, atol, __FILE__, __LINE__)
 
+/* A copy of t on cuda:0 with t's geometry (sizes, strides, offset), so that
+ * kernels meet the transposed, strided and expanded inputs a test made, not
+ * contiguous copies of them; tt_cuda_check_op copies its inputs this way. A
+ * new reference (NULL with an error set on failure). */
+tj_tensor *tt_cuda_copy_like(tj_tensor *t);
+
 /* Tolerances for CUDA against CPU kernels of the same op, by dtype: the
  * documented bound (2 ulp of f32/f64 per transcendental, a few ulp more for
  * reductions in another order); exact for integers and bools. */
