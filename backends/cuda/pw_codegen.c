@@ -10,11 +10,12 @@
  * as the CPU's kernel does. Conversions are sources of their own: Op with the
  * expression `a`, the input in one dtype and the output in another.
  *
- * A source is self-contained: after tjcu_builtins.h (which NVRTC and the
- * harness supply) it carries the library's embedded copies of
- * tjcu_kernel.h, tjm_cuda.h and tjcu_pointwise.h, so it compiles wherever
- * the builtins header alone is given (their include guards make a later
- * #include of them harmless).
+ * A source is self-contained: after tjcu_builtins.h it carries the
+ * library's embedded copies of tjcu_kernel.h, tjm_cuda.h and
+ * tjcu_pointwise.h instead of including them, so its text is everything it
+ * compiles. The NVRTC disk cache keys cubins on the source text, and a source
+ * that only included a header changed by a later tjit could load a stale
+ * cubin. (Include guards make a later #include of them harmless.)
  *
  * Sources are made on first use and kept for the process in a table indexed
  * by op id and dtype (published with compare-and-swap: a thread that loses
