@@ -61,6 +61,8 @@ tj_status tjg_infer_types(const tj_op_info *op, const tj_type *const *in, int n_
     if (st) return st;
     if (n > MAX_META || n > n_out)
         return tjc_error(TJ_ERR_UNSUPPORTED, "%s: %d outputs where %d were expected", op->name, n, n_out);
+    const tj_type *on = NULL; /* outputs live where the inputs do */
+    for (int i = 0; i < n_in && !on; i++) on = in[i];
     for (int k = 0; k < n; k++) {
         const tjc_meta *m = &metas[k];
         if (m->kind == TJC_OUT_SELF) {
@@ -69,6 +71,10 @@ tj_status tjg_infer_types(const tj_op_info *op, const tj_type *const *in, int n_
         }
         out[k] = tj_type_contiguous(m->dtype, m->sizes, m->ndim);
         if (m->kind == TJC_OUT_VIEW) memcpy(out[k].strides, m->strides, sizeof(int64_t) * (size_t)m->ndim);
+        if (on) {
+            out[k].device_type = on->device_type;
+            out[k].device_index = on->device_index;
+        }
     }
     *n_made = n;
     return TJ_OK;

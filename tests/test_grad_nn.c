@@ -532,7 +532,7 @@ static tj_tensor *embedding_grad(tj_generator *g, int variant, tj_tensor *v) {
     tj_program *p = tj_compile(gg, &o);
     assert_non_null(p);
     tj_tensor *grad = NULL;
-    if (tj_run(p, (tj_tensor *const[]){k.in[0], k.in[1], v}, &grad) != TJ_OK)
+    if (tt_gradcheck_run(p, (tj_tensor *const[]){k.in[0], k.in[1], v}, &grad) != TJ_OK)
         fail_msg("run: %s", tj_last_error());
     tj_program_free(p);
     tj_graph_free(gg);
@@ -586,7 +586,7 @@ static tj_program *compile(const tj_graph *g) {
 static void run_from(tj_generator *drop, const tj_program *p, tj_tensor *const *in,
                      tj_tensor **out) {
     tj_generator_set_state(drop, 5, 0);
-    if (tj_run(p, in, out) != TJ_OK) fail_msg("run: %s", tj_last_error());
+    if (tt_gradcheck_run(p, in, out) != TJ_OK) fail_msg("run: %s", tj_last_error());
 }
 
 static void native_dropout_in_training(void **state) {
@@ -674,7 +674,8 @@ static void dropout_in_training_gets_its_mask(void **state) {
         native |= tj_node_op(n) == tjc_op(TJ_OP_native_dropout);
     assert_true(native);
     tj_tensor *out, *gx = NULL;
-    assert_int_equal(tj_run(p, &x, &out), TJ_OK);
+    tj_tensor *xr = tt_gradcheck_device_mode() ? tj_to_device(x, TJ_DEVICE_CUDA(0)) : x;
+    assert_int_equal(tj_run(p, &xr, &out), TJ_OK);
     assert_int_equal(tj_backward(p, NULL, &gx), TJ_OK);
     tt_ref r = tt_ref_of(out);
     tt_assert_close_ref(gx, &r, 0, 0);

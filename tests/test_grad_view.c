@@ -210,7 +210,7 @@ static void graph_grads(const tj_graph *g, const bool *wrt, tj_tensor *const *in
     assert_true(n_in + n_out <= 128);
     for (int i = 0; i < n_in; i++) all[i] = inputs[i];
     for (int o = 0; o < n_out; o++) all[n_in + o] = go[o];
-    if (tj_run(p, all, grads) != TJ_OK) fail_msg("run: %s", tj_last_error());
+    if (tt_gradcheck_run(p, all, grads) != TJ_OK) fail_msg("run: %s", tj_last_error());
     tj_program_free(p);
     tj_graph_free(gg);
 }

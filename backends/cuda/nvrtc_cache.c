@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backends/cuda/nvrtc.h"
+#include "backends/cuda/sources.h"
 #include "core/core.h"
 #include "fuser/disk_cache.h"
 
@@ -20,10 +21,18 @@ static uint64_t fnv1a(const char *s) {
 
 tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
                                     void **image, size_t *size) {
+    /* the key holds every header a source may include, so a changed header
+     * never loads a stale cubin */
+    const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
+    int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
+    if (n_headers > TJCU_MAX_HEADERS) n_headers = TJCU_MAX_HEADERS;
     size_t n = strlen(source) + strlen(arch) + 64;
+    for (int i = 0; i < n_headers; i++) n += strlen(header_names[i]) + strlen(headers[i]) + 2;
     char *key = malloc(n);
     if (!key) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", name);
-    snprintf(key, n, "cubin %s nvrtc %s\n%s", arch, tjcu_nvrtc_version(), source);
+    size_t k = (size_t)snprintf(key, n, "cubin %s nvrtc %s\n%s", arch, tjcu_nvrtc_version(), source);
+    for (int i = 0; i < n_headers; i++)
+        k += (size_t)snprintf(key + k, n - k, "\n%s\n%s", header_names[i], headers[i]);
     char file[64];
     snprintf(file, sizeof file, "cu-%s-%016llx.cubin", arch, (unsigned long long)fnv1a(key));
     tj_status st = TJ_OK;

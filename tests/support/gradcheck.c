@@ -25,8 +25,15 @@ static tj_status run_here(const tj_program *p, tj_tensor *const *in, int n_in, t
     if (!tt_gradcheck_device_mode()) return tj_run(p, in, out);
     tj_tensor *dev[48];
     assert_true(n_in <= 48);
-    for (int i = 0; i < n_in; i++)
-        if (!(dev[i] = to_test_device(in[i]))) fail_msg("to cuda:0: %s", tj_last_error());
+    /* inputs go where the graph was traced: a graph a test traced on host
+     * tensors itself stays on the host */
+    const tj_graph *g = tj_program_graph(p);
+    bool per_input = tj_graph_num_inputs(g) == n_in;
+    for (int i = 0; i < n_in; i++) {
+        bool on_device = !per_input || tj_value_type(tj_graph_input(g, i))->device_type == TJ_CUDA;
+        dev[i] = on_device ? to_test_device(in[i]) : tj_retain(in[i]);
+        if (!dev[i]) fail_msg("to cuda:0: %s", tj_last_error());
+    }
     tj_status st = tj_run(p, dev, out);
     for (int i = 0; i < n_in; i++) tj_release(dev[i]);
     for (int o = 0; st == TJ_OK && o < n_out; o++) {
@@ -36,6 +43,11 @@ static tj_status run_here(const tj_program *p, tj_tensor *const *in, int n_in, t
         out[o] = host;
     }
     return st;
+}
+
+tj_status tt_gradcheck_run(const tj_program *p, tj_tensor *const *in, tj_tensor **out) {
+    return run_here(p, in, tj_program_num_inputs(p), out,
+                    tj_graph_num_outputs(tj_program_graph(p)));
 }
 
 static tj_program *compile_plain(const tj_graph *g) {

@@ -11,6 +11,10 @@
  * cuda:0 (the same finite differences, taken on the host). A test program
  * in that mode reports itself skipped (77) where no CUDA device exists. */
 bool tt_gradcheck_device_mode(void);
+/* tj_run of host tensors on a program the checks made: in device mode the
+ * inputs go to cuda:0 where the graph was traced there, and the outputs come
+ * back as host tensors. */
+tj_status tt_gradcheck_run(const tj_program *p, tj_tensor *const *in, tj_tensor **out);
 #define TT_GRADCHECK_SKIP_WITHOUT_DEVICE()                                           \
     do {                                                                             \
         if (tt_gradcheck_device_mode() && !tj_cuda_is_available()) {                 \
