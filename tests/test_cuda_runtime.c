@@ -104,6 +104,22 @@ static void empty_cache_returns_unused_memory(void **state) {
     assert_non_null(tj_zeros_on(&n, 1, TJ_F32, CUDA0)); /* the driver is asked again */
 }
 
+/* Every row of the op table has a CUDA kernel (in-place forms through their
+ * base op's). */
+static void every_op_has_a_kernel(void **state) {
+    (void)state;
+    const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
+    assert_non_null(b);
+    int missing = 0;
+    for (int id = 0; id < tj_op_count(); id++)
+        if (!b->kernels[id]) {
+            print_error("no CUDA kernel for %s\n", tj_op_name(tj_op_at(id)));
+            missing++;
+        }
+    assert_int_equal(missing, 0);
+    assert_true(tj_op_count() > 150);
+}
+
 static void bad_module_is_an_error(void **state) {
     (void)state;
     void *args[1] = {NULL};
@@ -124,6 +140,7 @@ int main(void) {
         TT_SCOPED_TEST(devices_and_copies), TT_SCOPED_TEST(printing),
         TT_SCOPED_TEST(mixed_devices),      TT_SCOPED_TEST(allocator_steady_state),
         TT_SCOPED_TEST(empty_cache_returns_unused_memory), TT_SCOPED_TEST(bad_module_is_an_error),
+        TT_SCOPED_TEST(every_op_has_a_kernel),
     };
     return TT_CUDA_RUN(tests);
 }
