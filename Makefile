@@ -32,11 +32,15 @@ demo: build
 	$(BUILD_DIR)/example_demo
 	$(BUILD_DIR)/example_train mlp 30
 
+# after the run, the CUDA tests' own counts (cases on the host harness, NVRTC
+# sources compiled), which ctest keeps in its log
+CUDA_COUNTS = grep -h -E "cases on cuda|NVRTC .*compiled" Testing/Temporary/LastTest.log | sort -u || true
+
 test-release: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j2
+	cd $(BUILD_DIR) && ctest --output-on-failure -j2 && $(CUDA_COUNTS)
 
 test-asan: build-asan
-	cd $(ASAN_DIR) && ctest --output-on-failure -j2
+	cd $(ASAN_DIR) && ctest --output-on-failure -j2 && $(CUDA_COUNTS)
 
 test: test-release test-asan
 
