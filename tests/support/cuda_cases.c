@@ -138,14 +138,29 @@ void tt_cuda_assert_same_(const char *what, tj_tensor *cpu, tj_tensor *dev, doub
     tj_release(hd);
 }
 
-int tt_cuda_check_(const char *name, tj_tensor *const *base, int n_in, tt_cuda_view_fn view,
-                   void *ctx, const tj_attr *attrs, int n_attrs, double rtol, double atol,
-                   const char *file, int line) {
+/* op (by qualified name) on cpu_in and on dev_in. Returns the CPU's number
+ * of outputs and sets *n_dev to the device's; a CPU refusal's message is
+ * kept in cpu_err, the device's stays the last error. */
+static int run_on_both(const char *name, tj_tensor *const *cpu_in, tj_tensor *const *dev_in,
+                       int n_in, const tj_attr *attrs, int n_attrs, tj_tensor **cpu_out,
+                       tj_tensor **dev_out, int max_out, int *n_dev, char *cpu_err, size_t len,
+                       const char *file, int line) {
     const tj_op_info *op = tj_op_find(name);
     if (!op) {
         print_error("no op named %s\n", name);
         _fail(file, line);
     }
+    tj_clear_error();
+    int n_cpu = tj_invoke(tj_op_id(op), cpu_in, n_in, attrs, n_attrs, cpu_out, max_out);
+    snprintf(cpu_err, len, "%s", tj_last_error());
+    tj_clear_error();
+    *n_dev = tj_invoke(tj_op_id(op), dev_in, n_in, attrs, n_attrs, dev_out, max_out);
+    return n_cpu;
+}
+
+int tt_cuda_check_(const char *name, tj_tensor *const *base, int n_in, tt_cuda_view_fn view,
+                   void *ctx, const tj_attr *attrs, int n_attrs, double rtol, double atol,
+                   const char *file, int line) {
     enum { MAX_IN = 16, MAX_OUT = 64 };
     assert_true(n_in <= MAX_IN);
     tj_tensor *cpu_base[MAX_IN], *dev_base[MAX_IN], *cpu_in[MAX_IN], *dev_in[MAX_IN];
@@ -167,12 +182,9 @@ int tt_cuda_check_(const char *name, tj_tensor *const *base, int n_in, tt_cuda_v
             _fail(file, line);
         }
     }
-    tj_clear_error();
-    int n_cpu = tj_invoke(tj_op_id(op), cpu_in, n_in, attrs, n_attrs, cpu_out, MAX_OUT);
     char cpu_err[512];
-    snprintf(cpu_err, sizeof cpu_err, "%s", tj_last_error());
-    tj_clear_error();
-    int n_dev = tj_invoke(tj_op_id(op), dev_in, n_in, attrs, n_attrs, dev_out, MAX_OUT);
+    int n_dev, n_cpu = run_on_both(name, cpu_in, dev_in, n_in, attrs, n_attrs, cpu_out, dev_out,
+                                   MAX_OUT, &n_dev, cpu_err, sizeof cpu_err, file, line);
     if ((n_cpu < 0) != (n_dev < 0) || (n_cpu >= 0 && n_cpu != n_dev)) {
         print_error("%s: cpu gives %d outputs%s%s, cuda %d%s%s\n", name, n_cpu,
                     n_cpu < 0 ? ": " : "", n_cpu < 0 ? cpu_err : "", n_dev,
@@ -208,11 +220,6 @@ int tt_cuda_check_(const char *name, tj_tensor *const *base, int n_in, tt_cuda_v
 
 void tt_cuda_check_refused_(const char *name, tj_tensor *const *in, int n_in,
                             const tj_attr *attrs, int n_attrs, const char *file, int line) {
-    const tj_op_info *op = tj_op_find(name);
-    if (!op) {
-        print_error("no op named %s\n", name);
-        _fail(file, line);
-    }
     enum { MAX_IN = 16, MAX_OUT = 64 };
     assert_true(n_in <= MAX_IN);
     tj_tensor *dev_in[MAX_IN], *out[MAX_OUT];
@@ -223,12 +230,9 @@ void tt_cuda_check_refused_(const char *name, tj_tensor *const *in, int n_in,
             _fail(file, line);
         }
     }
-    tj_clear_error();
-    int n_cpu = tj_invoke(tj_op_id(op), in, n_in, attrs, n_attrs, out, MAX_OUT);
     char cpu_err[512];
-    snprintf(cpu_err, sizeof cpu_err, "%s", tj_last_error());
-    tj_clear_error();
-    int n_dev = tj_invoke(tj_op_id(op), dev_in, n_in, attrs, n_attrs, out, MAX_OUT);
+    int n_dev, n_cpu = run_on_both(name, in, dev_in, n_in, attrs, n_attrs, out, out, MAX_OUT,
+                                   &n_dev, cpu_err, sizeof cpu_err, file, line);
     if (n_cpu >= 0 || n_dev >= 0 || strcmp(cpu_err, tj_last_error())) {
         print_error("%s: both devices should refuse it alike; cpu gives %d (%s), cuda %d (%s)\n",
                     name, n_cpu, cpu_err, n_dev, tj_last_error());
