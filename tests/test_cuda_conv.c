@@ -94,17 +94,17 @@ static void run_case(const cspec *s, tj_dtype dt, tt_layout xl, int wl, int bias
                unbatched ? " unbatched" : "");
     double tf = tt_product_tol(dt, s->c / s->g * s->kh * s->kw);
     tj_tensor *fin[3] = {x, w, b};
-    tt_cuda_check_layout(one_d ? "aten::conv1d" : "aten::conv2d", fin, 3, fa, 4, tf, tf);
+    tt_cuda_check_op(one_d ? "aten::conv1d" : "aten::conv2d", fin, 3, fa, 4, tf, tf);
     if (one_d) return;
 
     tj_attr ba[5] = {{.ints = {xs + skip, nd}}, fa[0], fa[1], fa[2], fa[3]};
     double ti = tt_product_tol(dt, s->o / s->g * s->kh * s->kw);
     tj_tensor *bin[2] = {gy, w};
-    tt_cuda_check_layout("tjit::conv2d_backward_input", bin, 2, ba, 5, ti, ti);
+    tt_cuda_check_op("tjit::conv2d_backward_input", bin, 2, ba, 5, ti, ti);
     ba[0] = (tj_attr){.ints = {ws, 4}};
     double tw = tt_product_tol(dt, s->n * HO * WO);
     tj_tensor *win[2] = {gy, x};
-    tt_cuda_check_layout("tjit::conv2d_backward_weight", win, 2, ba, 5, tw, tw);
+    tt_cuda_check_op("tjit::conv2d_backward_weight", win, 2, ba, 5, tw, tw);
 }
 
 static void test_conv2d_and_backward(void **state) {
@@ -201,10 +201,10 @@ static void test_conv_transpose2d(void **state) {
                 double tol = tt_product_tol(dt, s->cin / s->g * s->kh * s->kw);
                 tt_context("conv_transpose2d case %zu %s %s", k, tj_dtype_name(dt),
                            tt_layout_name(xl));
-                tt_cuda_check_layout("aten::conv_transpose2d.input", in, 3, at, 5, tol, tol);
+                tt_cuda_check_op("aten::conv_transpose2d.input", in, 3, at, 5, tol, tol);
                 if (s->n == 1 && l == 0) { /* unbatched */
                     tj_tensor *u[3] = {rnd(xs + 1, 3, dt), w, b};
-                    tt_cuda_check_layout("aten::conv_transpose2d.input", u, 3, at, 5, tol, tol);
+                    tt_cuda_check_op("aten::conv_transpose2d.input", u, 3, at, 5, tol, tol);
                 }
             }
     tt_context(NULL);
@@ -260,7 +260,7 @@ static void test_refusals(void **state) {
 static void compare_paths(const char *name, tj_tensor *const *in, int n_in, const tj_attr *at,
                           int n_at, double tol) {
     tj_tensor *dev[3] = {NULL, NULL, NULL}, *lib = NULL, *own = NULL;
-    for (int i = 0; i < n_in; i++) dev[i] = tt_cuda_same_layout(in[i]);
+    for (int i = 0; i < n_in; i++) dev[i] = tt_cuda_copy_like(in[i]);
     int id = tj_op_id(tj_op_find(name));
     assert_int_equal(tj_invoke(id, dev, n_in, at, n_at, &lib, 1), 1);
     tjcu_linalg_set_libraries(false);

@@ -50,8 +50,8 @@ static void test_mm_layouts(void **state) {
                     tt_context("mm %lldx%lldx%lld %s, a %s, b %s", (long long)sh[0],
                                (long long)sh[1], (long long)sh[2], tj_dtype_name(dtypes[d]),
                                tt_layout_name(la), tt_layout_name(lb));
-                    tt_cuda_check_layout("aten::mm", in, 2, NULL, 0, tol, tol);
-                    tt_cuda_check_layout("aten::matmul", in, 2, NULL, 0, tol, tol);
+                    tt_cuda_check_op("aten::mm", in, 2, NULL, 0, tol, tol);
+                    tt_cuda_check_op("aten::matmul", in, 2, NULL, 0, tol, tol);
                 }
     tt_context(NULL);
 }
@@ -70,7 +70,7 @@ static void test_mm_large(void **state) {
             double tol = tt_product_tol(dtypes[d], sh[1]);
             tt_context("mm %lldx%lldx%lld %s", (long long)sh[0], (long long)sh[1],
                        (long long)sh[2], tj_dtype_name(dtypes[d]));
-            tt_cuda_check_layout("aten::mm", in, 2, NULL, 0, tol, tol);
+            tt_cuda_check_op("aten::mm", in, 2, NULL, 0, tol, tol);
         }
     tt_context(NULL);
 }
@@ -100,12 +100,12 @@ static void test_bmm(void **state) {
                 tt_context("bmm %lld x %lldx%lldx%lld %s layout %d", (long long)sh[0],
                            (long long)sh[1], (long long)sh[2], (long long)sh[3],
                            tj_dtype_name(dtypes[d]), la);
-                tt_cuda_check_layout("aten::bmm", in, 2, NULL, 0, tol, tol);
+                tt_cuda_check_op("aten::bmm", in, 2, NULL, 0, tol, tol);
             }
     /* a batch dim that is not outermost in memory: [b, m, k] permuted from [m, b, k] */
     int64_t mbk[3] = {4, 3, 5}, bkn[3] = {3, 5, 2}, perm[3] = {1, 0, 2};
     tj_tensor *in[2] = {tj_permute(rnd(mbk, 3, TJ_F32), perm, 3), rnd(bkn, 3, TJ_F32)};
-    tt_cuda_check_layout("aten::bmm", in, 2, NULL, 0, tt_product_tol(TJ_F32, 5),
+    tt_cuda_check_op("aten::bmm", in, 2, NULL, 0, tt_product_tol(TJ_F32, 5),
                          tt_product_tol(TJ_F32, 5));
     tt_context(NULL);
 }
@@ -141,12 +141,12 @@ static void test_matmul_broadcast(void **state) {
                                     tt_in_layout(gen, rnd(c->b, c->nb, dtypes[d]), (l + 2) % 3)};
                 double tol = tt_product_tol(dtypes[d], c->a[c->na - 1]);
                 tt_context("matmul case %zu %s layout %d", s, tj_dtype_name(dtypes[d]), l);
-                tt_cuda_check_layout("aten::matmul", in, 2, NULL, 0, tol, tol);
+                tt_cuda_check_op("aten::matmul", in, 2, NULL, 0, tol, tol);
             }
     /* b broadcast along a batch dim by expand (stride 0 in the middle) */
     int64_t a_s[3] = {3, 4, 5}, b1[3] = {1, 5, 2}, b_s[3] = {3, 5, 2};
     tj_tensor *in[2] = {rnd(a_s, 3, TJ_F64), tj_expand(rnd(b1, 3, TJ_F64), b_s, 3)};
-    tt_cuda_check_layout("aten::matmul", in, 2, NULL, 0, tt_product_tol(TJ_F64, 5),
+    tt_cuda_check_op("aten::matmul", in, 2, NULL, 0, tt_product_tol(TJ_F64, 5),
                          tt_product_tol(TJ_F64, 5));
     tt_context(NULL);
 }
@@ -173,13 +173,13 @@ static void test_addmm(void **state) {
                 double tol = tt_product_tol(dtypes[d], 7);
                 tt_context("addmm %s beta %g alpha %g self %d", tj_dtype_name(dtypes[d]),
                            ba[k][0], ba[k][1], s);
-                tt_cuda_check_layout("aten::addmm", in, 3, at, 2, tol, tol);
+                tt_cuda_check_op("aten::addmm", in, 3, at, 2, tol, tol);
             }
     /* an empty inner dim: the result is beta * self */
     int64_t e1[2] = {3, 0}, e2[2] = {0, 4}, es[2] = {3, 4};
     tj_tensor *in[3] = {rnd(es, 2, TJ_F32), rnd(e1, 2, TJ_F32), rnd(e2, 2, TJ_F32)};
     tj_attr at[2] = {{.f = 0.5}, {.f = INFINITY}};
-    tt_cuda_check_layout("aten::addmm", in, 3, at, 2, 0, 0);
+    tt_cuda_check_op("aten::addmm", in, 3, at, 2, 0, 0);
     /* i64 takes only integer beta and alpha: both devices refuse the same way */
     int64_t is[2] = {2, 2};
     tj_tensor *ii[3] = {rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64)};
@@ -211,7 +211,7 @@ static void test_linear(void **state) {
                     double tol = tt_product_tol(dtypes[d], in_f);
                     tt_context("linear case %zu %s layout %d bias %d", s,
                                tj_dtype_name(dtypes[d]), l, bias);
-                    tt_cuda_check_layout("aten::linear", in, 3, NULL, 0, tol, tol);
+                    tt_cuda_check_op("aten::linear", in, 3, NULL, 0, tol, tol);
                 }
     tt_context(NULL);
 }
@@ -234,9 +234,9 @@ static void test_special_values(void **state) {
         tj_tensor *in[2] = {a, tt_in_layout(gen, b, TT_TRANSPOSED)};
         tt_context("special values, %s", tj_dtype_name(dtypes[d]));
         double tol = tt_product_tol(dtypes[d], 8);
-        tt_cuda_check_layout("aten::mm", in, 2, NULL, 0, tol, tol);
+        tt_cuda_check_op("aten::mm", in, 2, NULL, 0, tol, tol);
         tj_tensor *bt[2] = {tt_in_layout(gen, b, TT_STRIDED), tj_transpose(a, 0, 1)};
-        tt_cuda_check_layout("aten::mm", bt, 2, NULL, 0, tol, tol);
+        tt_cuda_check_op("aten::mm", bt, 2, NULL, 0, tol, tol);
     }
     tt_context(NULL);
 }
@@ -440,7 +440,7 @@ static bool gpu_libraries(void) { return tjcu_has_libraries(TT_CUDA0); }
 static void both_paths(const char *name, tj_tensor *const *in, int n_in, const tj_attr *at,
                        int n_at, tj_tensor **lib, tj_tensor **own) {
     tj_tensor *dev[4];
-    for (int i = 0; i < n_in; i++) dev[i] = tt_cuda_same_layout(in[i]);
+    for (int i = 0; i < n_in; i++) dev[i] = tt_cuda_copy_like(in[i]);
     int id = tj_op_id(tj_op_find(name));
     tj_tensor *out[2] = {NULL, NULL};
     assert_int_equal(tj_invoke(id, dev, n_in, at, n_at, &out[0], 1), 1);
@@ -477,7 +477,7 @@ static void test_cublas_against_own_kernels(void **state) {
                                 tt_product_tol(dtypes[d], 257));
             tt_ref_free(&r);
             /* and both against the CPU */
-            tt_cuda_check_layout("aten::bmm", bm, 2, NULL, 0, tt_product_tol(dtypes[d], 70),
+            tt_cuda_check_op("aten::bmm", bm, 2, NULL, 0, tt_product_tol(dtypes[d], 70),
                                  tt_product_tol(dtypes[d], 70));
         }
     tt_context(NULL);

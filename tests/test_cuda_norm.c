@@ -1,6 +1,6 @@
 /* test_cuda_norm.c — softmax, log_softmax, their backward ops and batch,
  * layer and group norm (forward, composite and backward) through the CUDA
- * kernels against the CPU kernels (tt_cuda_check_layout: inputs keep their
+ * kernels against the CPU kernels (tt_cuda_check_op: inputs keep their
  * strides on the device): every dim, 0-dim, size-0 and size-1 dims, strided,
  * transposed and expanded inputs, NaN and inf, optional weight and bias,
  * running statistics updated in place (compared after the call, strided
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "tests/support/cuda_layout.h"
+#include "tests/support/cuda_cases.h"
 
 static tj_generator *gen;
 
@@ -79,7 +79,7 @@ static const char *const bwd_ops[2] = {"aten::_softmax_backward_data",
 static void check_softmax(int log_form, tj_tensor *x, int64_t dim, tj_dtype dt) {
     tj_attr a[1];
     a[0].i = dim;
-    tt_cuda_check_layout(fwd_ops[log_form], &x, 1, a, 1, rtol_of(dt), atol_of(dt));
+    tt_cuda_check_op(fwd_ops[log_form], &x, 1, a, 1, rtol_of(dt), atol_of(dt));
 }
 
 /* The backward op on (g, y) with y a (log-)softmax output of x. */
@@ -91,7 +91,7 @@ static void check_softmax_backward(int log_form, tj_tensor *gout, tj_tensor *x, 
     tj_tensor *y = log_form ? tj_log_softmax(x, dim) : tj_softmax(x, dim);
     tj_tensor *in[2] = {gout, y ? y : x}; /* a refused x: both devices refuse y too */
     tj_dtype dt = tj_tensor_dtype(x);
-    tt_cuda_check_layout(bwd_ops[log_form], in, 2, a, 2, rtol_of(dt), atol_of(dt));
+    tt_cuda_check_op(bwd_ops[log_form], in, 2, a, 2, rtol_of(dt), atol_of(dt));
     tj_clear_error();
 }
 
@@ -207,7 +207,7 @@ static void batch_norm_forward(void **state) {
                 for (int k = 0; k < 2; k++) {
                     tt_context("%s %s sizes #%d variant %d layout %d", names[k],
                                tj_dtype_name(dt), s, v, l);
-                    tt_cuda_check_layout(names[k], in, 5, a, 3, rtol_of(dt), atol_of(dt));
+                    tt_cuda_check_op(names[k], in, 5, a, 3, rtol_of(dt), atol_of(dt));
                 }
             }
     }
@@ -216,9 +216,9 @@ static void batch_norm_forward(void **state) {
     tj_tensor *bad[5] = {random_in(one, 2, TJ_F32, -1, 1), NULL, NULL, NULL, NULL};
     tj_attr a[3];
     a[0].b = true, a[1].f = 0.1, a[2].f = 1e-5;
-    tt_cuda_check_layout("aten::native_batch_norm", bad, 5, a, 3, 0, 0);
+    tt_cuda_check_op("aten::native_batch_norm", bad, 5, a, 3, 0, 0);
     bad[0] = random_in(one, 2, TJ_I64, -3, 3);
-    tt_cuda_check_layout("aten::native_batch_norm", bad, 5, a, 3, 0, 0);
+    tt_cuda_check_op("aten::native_batch_norm", bad, 5, a, 3, 0, 0);
     tt_context(NULL);
 }
 
@@ -248,7 +248,7 @@ static void batch_norm_backward(void **state) {
                 tt_context("native_batch_norm_backward %s sizes #%d variant %d layout %d",
                            tj_dtype_name(dt), s, v, l);
                 /* grad_weight sums g (x - mean) over every value of a channel */
-                tt_cuda_check_layout("aten::native_batch_norm_backward", in, 7, a, 2,
+                tt_cuda_check_op("aten::native_batch_norm_backward", in, 7, a, 2,
                                      rtol_of(dt), t ? 1e-11 : 1e-4);
             }
     }
@@ -290,10 +290,10 @@ static void layer_norm_forward_and_backward(void **state) {
                 a[1].f = 1e-5;
                 tj_tensor *in[3] = {x, w, b};
                 tt_context("native_layer_norm %s case #%d variant %d", tj_dtype_name(dt), c, v);
-                tt_cuda_check_layout("aten::native_layer_norm", in, 3, a, 2, rtol_of(dt),
+                tt_cuda_check_op("aten::native_layer_norm", in, 3, a, 2, rtol_of(dt),
                                      atol_of(dt));
                 tt_context("layer_norm %s case #%d variant %d", tj_dtype_name(dt), c, v);
-                tt_cuda_check_layout("aten::layer_norm", in, 3, a, 2, rtol_of(dt), atol_of(dt));
+                tt_cuda_check_op("aten::layer_norm", in, 3, a, 2, rtol_of(dt), atol_of(dt));
                 /* backward from the CPU's statistics */
                 tj_tensor *stats[3];
                 assert_int_equal(tjc_invoke_nested(tj_op_find("aten::native_layer_norm"), in, 3,
@@ -305,7 +305,7 @@ static void layer_norm_forward_and_backward(void **state) {
                            c, v);
                 /* the affine gradients sum over every row: widen with their count */
                 double at = atol_of(dt) * (big ? 100 : 1);
-                tt_cuda_check_layout("aten::native_layer_norm_backward", bin, 6, a, 1,
+                tt_cuda_check_op("aten::native_layer_norm_backward", bin, 6, a, 1,
                                      rtol_of(dt), at);
                 for (int k = 0; k < 3; k++) tj_release(stats[k]);
             }
@@ -317,7 +317,7 @@ static void layer_norm_forward_and_backward(void **state) {
     a[0].ints.data = wrong;
     a[0].ints.n = 1;
     a[1].f = 1e-5;
-    tt_cuda_check_layout("aten::native_layer_norm", in, 3, a, 2, 0, 0);
+    tt_cuda_check_op("aten::native_layer_norm", in, 3, a, 2, 0, 0);
     tt_context(NULL);
 }
 
@@ -360,12 +360,12 @@ static void group_norm_forward_and_backward(void **state) {
                 tj_attr a[5];
                 a[0].i = N, a[1].i = C, a[2].i = S, a[3].i = gc->groups, a[4].f = 1e-5;
                 tt_context("native_group_norm %s case #%d variant %d", tj_dtype_name(dt), c, v);
-                tt_cuda_check_layout("aten::native_group_norm", in, 3, a, 5, rtol_of(dt),
+                tt_cuda_check_op("aten::native_group_norm", in, 3, a, 5, rtol_of(dt),
                                      atol_of(dt));
                 tj_attr ca[2];
                 ca[0].i = gc->groups, ca[1].f = 1e-5;
                 tt_context("group_norm %s case #%d variant %d", tj_dtype_name(dt), c, v);
-                tt_cuda_check_layout("aten::group_norm", in, 3, ca, 2, rtol_of(dt), atol_of(dt));
+                tt_cuda_check_op("aten::group_norm", in, 3, ca, 2, rtol_of(dt), atol_of(dt));
                 tj_tensor *stats[3];
                 assert_int_equal(tjc_invoke_nested(tj_op_find("aten::native_group_norm"), in, 3,
                                                    a, stats, 3),
@@ -375,7 +375,7 @@ static void group_norm_forward_and_backward(void **state) {
                 tt_context("native_group_norm_backward %s case #%d variant %d", tj_dtype_name(dt),
                            c, v);
                 double at = atol_of(dt) * (big ? 100 : 1);
-                tt_cuda_check_layout("aten::native_group_norm_backward", bin, 5, a, 4, rtol_of(dt),
+                tt_cuda_check_op("aten::native_group_norm_backward", bin, 5, a, 4, rtol_of(dt),
                                      at);
                 for (int k = 0; k < 3; k++) tj_release(stats[k]);
             }
@@ -385,7 +385,7 @@ static void group_norm_forward_and_backward(void **state) {
     tj_tensor *in[3] = {random_in(sizes, 3, TJ_F32, -1, 1), NULL, NULL};
     tj_attr ca[2];
     ca[0].i = 4, ca[1].f = 1e-5;
-    tt_cuda_check_layout("aten::group_norm", in, 3, ca, 2, 0, 0);
+    tt_cuda_check_op("aten::group_norm", in, 3, ca, 2, 0, 0);
     tt_context(NULL);
 }
 

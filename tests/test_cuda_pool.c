@@ -26,24 +26,6 @@ static void check(const char *op, tj_tensor *const *in, int n, const tj_attr *at
     tt_cuda_check_op(op, in, n, attrs, na, 0, 0);
 }
 
-/* op fails on both devices with the same message. */
-static void same_error(const char *name, tj_tensor *const *in, int n, const tj_attr *attrs,
-                       int na) {
-    const tj_op_info *op = tj_op_find(name);
-    tj_tensor *out[2], *dev[4];
-    tj_clear_error();
-    assert_true(tj_invoke(tj_op_id(op), in, n, attrs, na, out, 2) < 0);
-    char cpu[512];
-    snprintf(cpu, sizeof cpu, "%s", tj_last_error());
-    for (int i = 0; i < n; i++) dev[i] = tt_cuda_copy_like(in[i]);
-    tj_clear_error();
-    assert_true(tj_invoke(tj_op_id(op), dev, n, attrs, na, out, 2) < 0);
-    assert_string_equal(cpu, tj_last_error());
-    for (int i = 0; i < n; i++) tj_release(dev[i]);
-    tj_clear_error();
-    tt_cuda_count_case();
-}
-
 /* A pooling window: kernel, stride (ns values; none means the kernel),
  * padding, dilation, ceil_mode. */
 typedef struct win {
@@ -223,8 +205,8 @@ static void refusals_and_bad_indices(void **state) {
         tj_tensor *ind = rnd(ps, 4, TJ_I64, 0, 35);
         ((int64_t *)tj_data(ind))[7 + 11 * k] = bad[k];
         tj_tensor *b[] = {g, x, ind}, *ga[] = {x, ind};
-        same_error("aten::max_pool2d_with_indices_backward", b, 3, a, 5);
-        same_error("tjit::max_pool2d_gather", ga, 2, a, 5);
+        tt_cuda_check_refused("aten::max_pool2d_with_indices_backward", b, 3, a, 5);
+        tt_cuda_check_refused("tjit::max_pool2d_gather", ga, 2, a, 5);
     }
     tj_tensor *fl[] = {g, x, rnd(ps, 4, TJ_F32, 0, 35)};
     check("aten::max_pool2d_with_indices_backward", fl, 3, a, 5);

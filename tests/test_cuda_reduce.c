@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "tests/support/cuda_layout.h"
+#include "tests/support/cuda_cases.h"
 
 static tj_generator *gen;
 
@@ -123,7 +123,7 @@ static void check_call(const rop *op, tj_tensor *x, const int64_t *dims, int n_d
         set_ints(&a[n++], dims, n_dims);
         break;
     }
-    tt_cuda_check_layout(op->name, &x, 1, a, n, rtol, atol);
+    tt_cuda_check_op(op->name, &x, 1, a, n, rtol, atol);
 }
 
 /* The dim lists tried on an nd-dim input: all, first, last (negative), the

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "tests/support/cuda_views.h"
+#include "tests/support/cuda_cases.h"
 
 static const tj_dtype all_dtypes[] = {TJ_F32, TJ_F64, TJ_I64, TJ_BOOL};
 

@@ -1,22 +1,10 @@
 /* cuda_linalg_cases.h — what the CUDA matmul and convolution tests add to
- * cuda_layout.h: device copies that keep a tensor's exact layout, the check
- * that both devices refuse a call with the same message, operands in several
- * layouts, and the tolerance of a product. Prefix tt_. */
+ * cuda_cases.h: operands in several layouts, and the tolerance of a product.
+ * Prefix tt_. */
 #ifndef TJIT_CUDA_LINALG_CASES_H
 #define TJIT_CUDA_LINALG_CASES_H
 
-#include "tests/support/cuda_layout.h"
-
-/* A view on cuda:0 with t's sizes, strides and offset over a device copy of
- * t's whole storage (a new reference, not tracked by scopes; NULL for NULL). */
-tj_tensor *tt_cuda_same_layout(tj_tensor *t);
-
-/* Both devices must refuse op on in (device inputs by tt_cuda_same_layout)
- * with the same message. Counts the case. */
-void tt_cuda_check_refused_(const char *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
-                            int n_attrs, const char *file, int line);
-#define tt_cuda_check_refused(op, in, n_in, attrs, n_attrs) \
-    tt_cuda_check_refused_(op, in, n_in, attrs, n_attrs, __FILE__, __LINE__)
+#include "tests/support/cuda_cases.h"
 
 /* The layouts a test puts an operand in (the values stay t's). */
 typedef enum tt_layout {
