@@ -58,7 +58,7 @@ static tj_status input_type(const Onnx__ValueInfoProto *vi, const tj_onnx_import
                             size_t index, tj_type *out) {
     const char *name = vi->name;
     for (int k = 0; opts && k < opts->n_inputs; k++)
-        if (opts->input_names && opts->input_names[k] && !strcmp(opts->input_names[k], name)) {
+        if (opts->input_names && opts->input_names[k] ? !strcmp(opts->input_names[k], name) : (size_t)k == index) {
             *out = opts->input_types[k];
             return tj_type_check(out);
         }

@@ -163,6 +163,7 @@ bool tjo_set_int(tjo_exporter *ex, Onnx__NodeProto *n, const char *name, int64_t
 bool tjo_set_float(tjo_exporter *ex, Onnx__NodeProto *n, const char *name, double v);
 bool tjo_set_ints(tjo_exporter *ex, Onnx__NodeProto *n, const char *name, const int64_t *v, int k);
 bool tjo_set_str(tjo_exporter *ex, Onnx__NodeProto *n, const char *name, const char *v);
+bool tjo_set_tensor(tjo_exporter *ex, Onnx__NodeProto *n, const char *name, const tj_tensor *t);
 /* An initializer-free constant: a Constant node holding t; returns its name. */
 const char *tjo_x_const_tensor(tjo_exporter *ex, const tj_tensor *t);
 const char *tjo_x_const_ints(tjo_exporter *ex, const int64_t *v, int n); /* a 1-D INT64 */
@@ -174,8 +175,13 @@ tj_status tjo_export_error(tjo_exporter *ex, tj_status s, const char *fmt, ...)
  * in[] and out[] ("" for an absent optional). */
 typedef tj_status (*tjo_export_fn)(tjo_exporter *ex, const tj_node *n, const char *const *in,
                                    const char *const *out);
-/* The rule of op id, or NULL; when NULL, *why says why it is not exportable. */
-tjo_export_fn tjo_export_rule(int op_id, const char **why);
-/* Fills a table of (op id, ONNX op or reason) lines for docs/onnx.md. */
+typedef struct tjo_export_entry {
+    int op;           /* an op id; -1 ends a table */
+    tjo_export_fn fn; /* NULL: not exportable */
+    const char *text; /* the ONNX form (NULL: the direct op's name), or why there is none */
+} tjo_export_entry;
+extern const tjo_export_entry tjo_export_rules_nn[]; /* export_nn.c */
+/* The rule of op id, or NULL; *text gives the ONNX form, or why there is none. */
+tjo_export_fn tjo_export_rule(int op_id, const char **text);
 
 #endif

@@ -42,7 +42,8 @@ tj_status tj_graph_export_onnx_bytes(const tj_graph *g, const tj_onnx_export_opt
 
 typedef struct tj_onnx_import_options {
     /* Sizes for inputs the model leaves symbolic (or to replace the model's):
-     * input_types[k] is the type of the graph input named input_names[k]. */
+     * input_types[k] is the type of the graph input named input_names[k]
+     * (input_names NULL, or a NULL entry: the k-th graph input). */
     const char *const *input_names;
     const tj_type *input_types;
     int n_inputs;
@@ -63,6 +64,10 @@ tj_graph *tj_graph_import_onnx_bytes(const void *data, size_t len,
 /* A tensor stored as a serialized ONNX TensorProto (the input_0.pb and
  * output_0.pb files of ONNX's test data); NULL with a message otherwise. */
 tj_tensor *tj_onnx_load_tensor(const char *path);
+
+/* How op is written in ONNX ("Gemm (2-D input), else ..."), with *exportable
+ * true; or why it is not, with *exportable false. */
+const char *tj_onnx_export_form(const tj_op_info *op, bool *exportable);
 
 /* Whether this build has ONNX interchange (TJIT_ONNX). */
 bool tj_onnx_available(void);

@@ -46,4 +46,10 @@ tj_tensor *tj_onnx_load_tensor(const char *path) {
     return NULL;
 }
 
+const char *tj_onnx_export_form(const tj_op_info *op, bool *exportable) {
+    (void)op;
+    *exportable = false;
+    return "this tjit was built without ONNX interchange (TJIT_ONNX=OFF)";
+}
+
 bool tj_onnx_available(void) { return false; }
