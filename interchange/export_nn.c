@@ -29,11 +29,18 @@ static tj_status ex_reshape(tjo_exporter *ex, const tj_node *n, const char *cons
         return tjo_done(ex, f && tjo_set_int(ex, f, "axis", 1) ? out[0] : NULL);
     }
     int64_t shape[TJ_MAX_DIMS];
+    bool zero = false; /* a size 0 must be kept literally (allowzero), not copied from the input */
     for (int d = 0; d < o->ndim; d++) {
         shape[d] = o->sizes[d];
+        zero |= shape[d] == 0;
         if (ex->opts->allow_size_change && d < t->ndim && t->sizes[d] == o->sizes[d]) shape[d] = 0;
     }
-    return tjo_done(ex, tjo_op2(ex, "Reshape", in[0], tjo_x_const_ints(ex, shape, o->ndim), out[0]));
+    if (zero && (ex->opset < 14 || ex->opts->allow_size_change))
+        return tjo_export_error(ex, TJ_ERR_UNSUPPORTED, "not exportable: a size 0 needs Reshape's "
+                                "allowzero (opset 14 on, fixed sizes)");
+    const char *r = tjo_op2(ex, "Reshape", in[0], tjo_x_const_ints(ex, shape, o->ndim), out[0]);
+    if (r && zero && !tjo_set_int(ex, ex->nodes[ex->n_nodes - 1], "allowzero", 1)) r = NULL;
+    return tjo_done(ex, r);
 }
 
 static tj_status ex_squeeze(tjo_exporter *ex, const tj_node *n, const char *const *in, const char *const *out) {

@@ -87,10 +87,17 @@ static tj_status input_type(const Onnx__ValueInfoProto *vi, const tj_onnx_import
                              dim && dim->dim_param ? " ('" : "",
                              dim && dim->dim_param ? dim->dim_param : "",
                              dim && dim->dim_param ? "')" : "");
-        if (dim->dim_value < 0 || dim->dim_value > (INT64_C(1) << 40))
+        if (dim->dim_value < 0 || dim->dim_value > (INT64_C(1) << 31))
             return tjc_error(TJ_ERR_PARSE, "ONNX graph input #%zu '%s': shape.dim[%zu] is %lld",
                              index, name, d, (long long)dim->dim_value);
         sizes[d] = dim->dim_value;
+    }
+    int64_t numel = 1;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        if (sizes[d] && numel > (INT64_C(1) << 40) / sizes[d])
+            return tjc_error(TJ_ERR_UNSUPPORTED, "ONNX graph input #%zu '%s': shape: more than 2^40 "
+                             "elements", index, name);
+        numel *= sizes[d];
     }
     *out = tj_type_contiguous((tj_dtype)dt, sizes, (int)tt->shape->n_dim);
     return TJ_OK;

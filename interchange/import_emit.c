@@ -112,6 +112,16 @@ tj_status tjo_emit(tjo_importer *im, int op_id, tjo_val *const *ins, int n_in, c
     bool folds = true;
     for (int i = 0; i < n_in; i++)
         if (ins[i] && (!ins[i]->t || ins[i]->param)) folds = false;
+    const tj_type *types[MAX_IO];
+    for (int i = 0; i < n_in; i++) types[i] = ins[i] ? &ins[i]->type : NULL;
+    tj_type otypes[MAX_IO];
+    int made = 0;
+    tj_status st = tjg_infer_types(op, types, n_in, attrs, otypes, MAX_IO, &made);
+    if (st) return tjo_node_error(im, st, "%s", tj_last_error());
+    for (int k = 0; k < made; k++) {
+        if (!tjo_check_sizes(im, otypes[k].sizes, otypes[k].ndim, op->name)) return TJ_ERR_UNSUPPORTED;
+        if (tjc_numel(otypes[k].sizes, otypes[k].ndim) > TJO_MAX_FOLD) folds = false;
+    }
     if (folds) {
         tj_tensor *tin[MAX_IO], *res[MAX_IO] = {0};
         for (int i = 0; i < n_in; i++) tin[i] = ins[i] ? ins[i]->t : NULL;
@@ -137,22 +147,15 @@ tj_status tjo_emit(tjo_importer *im, int op_id, tjo_val *const *ins, int n_in, c
         return TJ_OK;
     }
     tj_value *vals[MAX_IO];
-    const tj_type *types[MAX_IO];
     for (int i = 0; i < n_in; i++) {
         if (ins[i]) {
             if (!(vals[i] = tjo_materialize(im, ins[i]))) return tj_last_status();
-            types[i] = &ins[i]->type;
             continue;
         }
         tj_node *none = tj_node_create(im->g, TJ_NODE_NONE, NULL, 0, 1);
         if (!none || tj_block_append(tj_graph_block(im->g), none) != TJ_OK) return tj_last_status();
         vals[i] = tj_node_output(none, 0);
-        types[i] = NULL;
     }
-    tj_type otypes[MAX_IO];
-    int made = 0;
-    tj_status st = tjg_infer_types(op, types, n_in, attrs, otypes, MAX_IO, &made);
-    if (st) return tjo_node_error(im, st, "%s", tj_last_error());
     if (made != n_out)
         return tjo_node_error(im, TJ_ERR_INTERNAL, "%s gives %d outputs, expected %d", op->name,
                               made, n_out);
@@ -316,6 +319,22 @@ bool tjo_const_ints(tjo_importer *im, int i, const char *what, int64_t *out, int
     const int64_t *p = (const int64_t *)tjc_data_ptr(t);
     for (int64_t j = 0; j < k; j++) out[j] = p[j * (tj_ndim(t) ? tj_strides(t)[0] : 1)];
     *n = (int)k;
+    return true;
+}
+
+bool tjo_check_sizes(tjo_importer *im, const int64_t *sizes, int n, const char *what) {
+    int64_t numel = 1;
+    for (int d = 0; d < n; d++) {
+        if (sizes[d] < 0 || sizes[d] > (INT64_C(1) << 31)) {
+            tjo_unsupported(im, "%s: size %lld is absurd", what, (long long)sizes[d]);
+            return false;
+        }
+        if (sizes[d] && numel > TJO_MAX_NUMEL / sizes[d]) {
+            tjo_unsupported(im, "%s: more than 2^40 elements", what);
+            return false;
+        }
+        numel *= sizes[d];
+    }
     return true;
 }
 

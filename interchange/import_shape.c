@@ -67,13 +67,14 @@ static tj_status import_reshape(tjo_importer *im, tjo_val **out, int n_out) {
         if (shape[d] == -1) {
             if (infer >= 0) return tjo_node_error(im, TJ_ERR_SHAPE, "shape has two -1 entries");
             infer = d;
-        } else if (shape[d] < 0) {
+        } else if (shape[d] < 0 || shape[d] > (INT64_C(1) << 31)) {
             return tjo_node_error(im, TJ_ERR_SHAPE, "shape[%d] is %lld", d, (long long)shape[d]);
         } else {
-            known *= shape[d];
+            known = shape[d] && known > TJO_MAX_NUMEL / shape[d] ? TJO_MAX_NUMEL + 1 : known * shape[d];
         }
     }
     if (infer >= 0) shape[infer] = known ? numel / known : 0;
+    if (!tjo_check_sizes(im, shape, n, "shape")) FAIL();
     out[0] = tjo_reshape(im, im->in[0], shape, n);
     if (out[0] == im->in[0]) out[0] = tjo_unary(im, TJ_OP_clone, out[0]);
     return out[0] ? TJ_OK : tj_last_status();
@@ -267,7 +268,7 @@ static tj_status import_expand(tjo_importer *im, tjo_val **out, int n_out) {
     if (st) return st;
     int64_t shape[TJ_MAX_DIMS], res[TJ_MAX_DIMS];
     int n;
-    if (!tjo_const_ints(im, 1, "shape", shape, &n, TJ_MAX_DIMS)) FAIL();
+    if (!tjo_const_ints(im, 1, "shape", shape, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, shape, n, "shape")) FAIL();
     const tj_type *t = &im->in[0]->type;
     int r = n > t->ndim ? n : t->ndim;
     for (int d = 0; d < r; d++) { /* bidirectional broadcasting */
@@ -277,6 +278,7 @@ static tj_status import_expand(tjo_importer *im, tjo_val **out, int n_out) {
             return tjo_node_error(im, TJ_ERR_SHAPE, "input dim %lld does not broadcast to %lld", (long long)a, (long long)b);
         res[d] = a == 1 ? b : a;
     }
+    if (!tjo_check_sizes(im, res, r, "the expanded sizes")) FAIL();
     tj_attr a = {.ints = {res, r}};
     tjo_val *in[1] = {im->in[0]};
     out[0] = tjo_emit1(im, TJ_OP_expand, in, 1, &a);
@@ -290,7 +292,7 @@ static tj_status import_tile(tjo_importer *im, tjo_val **out, int n_out) {
     if (st) return st;
     int64_t reps[TJ_MAX_DIMS], inter[2 * TJ_MAX_DIMS], big[2 * TJ_MAX_DIMS], fin[TJ_MAX_DIMS];
     int n, r = rank(im->in[0]);
-    if (!tjo_const_ints(im, 1, "repeats", reps, &n, TJ_MAX_DIMS)) FAIL();
+    if (!tjo_const_ints(im, 1, "repeats", reps, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, reps, n, "repeats")) FAIL();
     if (n != r) return tjo_node_error(im, TJ_ERR_PARSE, "%d repeats for rank %d", n, r);
     if (2 * r > TJ_MAX_DIMS) return tjo_unsupported(im, "rank %d: tiling needs twice as many dims", r);
     for (int d = 0; d < r; d++) {
@@ -299,6 +301,7 @@ static tj_status import_tile(tjo_importer *im, tjo_val **out, int n_out) {
         big[2 * d] = reps[d], big[2 * d + 1] = inter[2 * d + 1];
         fin[d] = reps[d] * inter[2 * d + 1];
     }
+    if (!tjo_check_sizes(im, fin, r, "the tiled sizes")) FAIL();
     tjo_val *y = tjo_reshape(im, im->in[0], inter, 2 * r);
     tj_attr a = {.ints = {big, 2 * r}};
     tjo_val *in[1] = {y};
@@ -352,13 +355,12 @@ static tj_status import_constant_of_shape(tjo_importer *im, tjo_val **out, int n
             return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'value' must hold one element");
         }
     }
-    for (int d = 0; d < n; d++)
-        if (shape[d] < 0 || shape[d] > (INT64_C(1) << 31)) {
-            tj_release(v);
-            return tjo_node_error(im, TJ_ERR_SHAPE, "input[%d] is %lld", d, (long long)shape[d]);
-        }
+    if (!tjo_check_sizes(im, shape, n, "input") || tjc_numel(shape, n) > TJO_MAX_FOLD) {
+        tj_release(v);
+        return tjo_unsupported(im, "input: a constant of more than 2^24 elements");
+    }
     tj_dtype dt = v ? tj_tensor_dtype(v) : TJ_F32;
-    tj_tensor *c = tjc_numel(shape, n) <= (INT64_C(1) << 31) ? tjc_alloc(shape, n, dt) : NULL;
+    tj_tensor *c = tjc_alloc(shape, n, dt);
     if (!c) {
         tj_release(v);
         FAIL();
@@ -407,6 +409,7 @@ static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
     for (int d = 0; d < ax; d++) sizes[k++] = x->type.sizes[d];
     for (int d = 0; d < rank(idx); d++) sizes[k++] = idx->type.sizes[d];
     for (int d = ax + 1; d < rank(x); d++) sizes[k++] = x->type.sizes[d];
+    if (!tjo_check_sizes(im, sizes, k, "the gathered sizes")) FAIL();
     out[0] = tjo_reshape(im, sel, sizes, k);
     return out[0] ? TJ_OK : tj_last_status();
 }

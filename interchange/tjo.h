@@ -118,6 +118,13 @@ bool tjo_attr_str(tjo_importer *im, const char *name, const char *def, const cha
 bool tjo_const_ints(tjo_importer *im, int i, const char *what, int64_t *out, int *n, int cap);
 /* Whether input i is given (present and not the empty name). */
 bool tjo_has_input(tjo_importer *im, int i);
+/* Sizes a model asks for must stay sane: each at most 2^31, their product at
+ * most 2^40 (TJ_ERR_UNSUPPORTED naming what otherwise). */
+bool tjo_check_sizes(tjo_importer *im, const int64_t *sizes, int n, const char *what);
+#define TJO_MAX_NUMEL (INT64_C(1) << 40)
+/* Constants folded at import stay below this many elements; larger results
+ * are left to the graph. */
+#define TJO_MAX_FOLD (INT64_C(1) << 24)
 /* Normalises an axis against rank (negative counts from the end). */
 bool tjo_axis(tjo_importer *im, int64_t axis, int rank, const char *what, int *out);
 
