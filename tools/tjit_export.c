@@ -3,6 +3,7 @@
  * `tjit export --ops` prints the op mapping table of docs/onnx.md. Also the
  * graph loading that dump and run share: FILE.ir as text, FILE.onnx through
  * the importer, and tensors from .npy or ONNX .pb files. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ tj_graph *tjit_load_graph(const char *path, const char *const *names, tj_tensor 
     size_t len = 0;
     char *text = tjit_read_file(path, &len);
     if (!text) {
-        tjc_error(TJ_ERR_IO, "cannot read %s", path);
+        tjc_error(TJ_ERR_IO, "cannot open %s: %s", path, strerror(errno));
         return NULL;
     }
     tj_graph *g = tj_graph_parse_n(text, len, NULL);

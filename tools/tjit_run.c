@@ -145,19 +145,20 @@ int tjit_cmd_run(int argc, char **argv) {
     }
     int rc = 1;
     tj_tensor *given[MAX_INPUTS] = {0};
-    for (int k = 0; k < n_given; k++)
+    bool onnx = tjit_is_onnx(argv[1]); /* its given inputs fix symbolic sizes: read them first */
+    for (int k = 0; onnx && k < n_given; k++)
         if (!(given[k] = tjit_load_tensor(given_file[k]))) {
             fprintf(stderr, "tjit run: %s\n", tj_last_error());
             for (int j = 0; j < k; j++) tj_release(given[j]);
             return 1;
         }
-    tj_graph *g = tjit_load_graph(argv[1], given_name, given, n_given);
+    tj_graph *g = tjit_load_graph(argv[1], given_name, given, onnx ? n_given : 0);
     tj_program *p = NULL;
     tj_generator *gen = tj_generator_new(0);
     tj_tensor *inputs[MAX_INPUTS] = {0}, *outputs[MAX_INPUTS] = {0};
     int n_in = g ? tj_graph_num_inputs(g) : 0, n_out = g ? tj_graph_num_outputs(g) : 0;
     if (!g) {
-        fprintf(stderr, "%s\n", tj_last_error());
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
         goto done;
     }
     if (n_in > MAX_INPUTS || n_out > MAX_INPUTS) {
@@ -183,12 +184,14 @@ int tjit_cmd_run(int argc, char **argv) {
         char pos[16];
         snprintf(pos, sizeof pos, "%d", i);
         if (tj_graph_input_binding(g, i)) continue; /* a parameter of an ONNX model */
-        tj_tensor *file = NULL;
+        int file = -1;
         for (int k = 0; k < n_given; k++)
-            if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = given[k];
-        inputs[i] = file ? tj_retain(file) : tjit_random_input("tjit run", tj_value_type(v), i, name, gen);
+            if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = k;
+        if (file >= 0 && !given[file]) given[file] = tjit_load_tensor(given_file[file]);
+        inputs[i] = file >= 0 ? tj_retain(given[file])
+                              : tjit_random_input("tjit run", tj_value_type(v), i, name, gen);
         if (!inputs[i]) {
-            if (tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            if (file >= 0 || tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
             goto done;
         }
     }
