@@ -192,6 +192,10 @@ tjo_val *tjo_binary(tjo_importer *im, int op_id, tjo_val *a, tjo_val *b) {
 }
 
 tjo_val *tjo_scalar(tjo_importer *im, double value, tj_dtype d) {
+    if (d == TJ_I64 && !(value >= -9.2e18 && value <= 9.2e18)) {
+        tjo_unsupported(im, "the integer constant %g is out of int64's range", value);
+        return NULL;
+    }
     tj_tensor *t = tjc_alloc(NULL, 0, d);
     if (!t) return NULL;
     void *p = tjc_data_ptr(t);

@@ -170,9 +170,9 @@ static tj_status import_clip(tjo_importer *im, tjo_val **out, int n_out) {
     if (im->opset < 11) { /* min and max were attributes */
         double a, b;
         if (!tjo_attr_float(im, "min", -INFINITY, &a) || !tjo_attr_float(im, "max", INFINITY, &b)) FAIL();
-        lo = tjo_scalar(im, a, (tj_dtype)x->type.dtype);
-        hi = tjo_scalar(im, b, (tj_dtype)x->type.dtype);
-        if (!lo || !hi) FAIL();
+        lo = tjo_attr(im, "min") ? tjo_scalar(im, a, (tj_dtype)x->type.dtype) : NULL;
+        hi = tjo_attr(im, "max") ? tjo_scalar(im, b, (tj_dtype)x->type.dtype) : NULL;
+        if ((tjo_attr(im, "min") && !lo) || (tjo_attr(im, "max") && !hi)) FAIL();
     }
     bool const_bounds = (!lo || (lo->t && !lo->param)) && (!hi || (hi->t && !hi->param));
     if (is_float(x) && const_bounds) {
