@@ -1,11 +1,15 @@
 /* test_ir_plain_names.c — op names without overload, as PyTorch prints them:
  * the parser resolves them from the attributes and inputs given (one
  * overload fits: that op; none or several: an error listing the
- * candidates), and TJ_PRINT_PLAIN_NAMES prints them so that every corpus
- * file and every example model's graph reads back as the same graph. */
+ * candidates), and TJ_PRINT_PLAIN_NAMES (tjit fmt --plain-names) prints them
+ * so that every corpus file and every example model's graph reads back as
+ * the same graph. */
 #include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ir/parse.h"
 #include "tests/ir_testing.h"
@@ -140,12 +144,38 @@ static void test_round_trips(void **state) {
     tj_graph_free(g);
 }
 
+/* tjit fmt --plain-names, on a file using plain names itself */
+static void test_fmt(void **state) {
+    (void)state;
+    char tool[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", tool, sizeof tool - 8);
+    assert_true(n > 0);
+    tool[n] = '\0';
+    strcpy(strrchr(tool, '/') + 1, "tjit");
+    char path[] = "/tmp/tjit-plain-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *text = "graph(%x : Float(2, 3)):\n  %1 : Float(2) = aten::sum[dim=[1]](%x)\n  return (%1)\n";
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    char cmd[PATH_MAX * 2 + 64];
+    snprintf(cmd, sizeof cmd, "%s fmt --plain-names %s", tool, path);
+    FILE *f = popen(cmd, "r");
+    char out[1024] = {0};
+    size_t got = fread(out, 1, sizeof out - 1, f);
+    assert_int_equal(pclose(f), 0);
+    unlink(path);
+    assert_true(got > 0);
+    assert_non_null(strstr(out, "= aten::sum[dim=[1], keepdim=False](%x)"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resolves),
         cmocka_unit_test(test_no_overload_fits),
         cmocka_unit_test(test_ambiguous),
         cmocka_unit_test(test_round_trips),
+        cmocka_unit_test(test_fmt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -215,6 +215,28 @@ static void test_dynamic_sizes(void **s) {
     check_dynamic(&tjx_cnn, 3);
 }
 
+/* A graph after the default pipeline: its fusion groups are written as their
+ * subgraphs' ops (prim::ConstantChunk as Split). */
+static void test_fused(void **s) {
+    (void)s;
+    tj_generator *gen = tj_generator_new(8);
+    void *params = tjx_lstm_cell.create(gen);
+    tj_tensor *in[8] = {0};
+    assert_int_equal(tjx_lstm_cell.make_inputs(params, gen, in), TJ_OK);
+    tj_graph *g = tj_trace(tjx_lstm_cell.forward, params, in, tjx_lstm_cell.n_in, tjx_lstm_cell.n_out, NULL);
+    assert_non_null(g);
+    assert_int_equal(tj_run_passes(g, tj_default_pipeline()), TJ_OK);
+    int groups = 0;
+    for (tj_node *n = tj_block_first(tj_graph_block(g)); n; n = tj_node_next(n))
+        groups += tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP;
+    assert_true(groups > 0);
+    round_trip("lstm_cell, fused", g, in, tjx_lstm_cell.n_in, NULL, in, tjx_lstm_cell.n_in, NULL);
+    tj_graph_free(g);
+    for (int i = 0; i < tjx_lstm_cell.n_in; i++) tj_release(in[i]);
+    tjx_lstm_cell.destroy(params);
+    tj_generator_free(gen);
+}
+
 /* Parameters as graph inputs: ONNX Runtime is fed them. */
 static void test_params_as_inputs(void **s) {
     (void)s;
@@ -242,7 +264,7 @@ int main(void) {
         cmocka_unit_test(test_transformer),   cmocka_unit_test(test_train_mlp),
         cmocka_unit_test(test_train_lstm),    cmocka_unit_test(test_train_cnn),
         cmocka_unit_test(test_train_transformer), cmocka_unit_test(test_dynamic_sizes),
-        cmocka_unit_test(test_params_as_inputs),
+        cmocka_unit_test(test_params_as_inputs), cmocka_unit_test(test_fused),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
