@@ -152,7 +152,7 @@ static void check_model(const tjx_model *m, const char *loss) {
         tj_scope_begin();
         if (!strcmp(loss, "nll")) {
             int64_t b = tj_size(in[0], 0);
-            in[n_in] = tj_retain(tj_to_dtype(tj_floor(tj_mul_scalar(tj_rand(&b, 1, TJ_F64, gen), 10.0)), TJ_I64));
+            in[n_in] = tj_to_dtype(tj_floor(tj_mul_scalar(tj_rand(&b, 1, TJ_F64, gen), 10.0)), TJ_I64);
         } else {
             in[n_in] = tj_zeros(NULL, 0, TJ_F32);
         }
