@@ -1,6 +1,6 @@
 /* import_nn.c — import rules of ONNX's neural-network ops: Softmax,
- * LogSoftmax, MatMul, Gemm, Conv (1-D, 2-D), ConvTranspose (2-D), MaxPool,
- * AveragePool (2-D), the global pools, BatchNormalization (inference),
+ * LogSoftmax, Hardmax, MatMul, Gemm, Conv (1-D, 2-D), ConvTranspose (2-D), MaxPool,
+ * AveragePool (1-D and 2-D), the global pools, BatchNormalization (inference),
  * LayerNormalization, InstanceNormalization, MeanVarianceNormalization and
  * the NLL and softmax cross-entropy losses. Padding must be symmetric (tjit's
  * convolutions and pools pad both sides alike); other cases are refused. */
@@ -46,6 +46,32 @@ static tj_status import_softmax(tjo_importer *im, tjo_val **out, int n_out) {
     tjo_val *in[1] = {y};
     NEED(y = tjo_emit1(im, op, in, 1, &a));
     out[0] = old && r > 0 ? tjo_reshape(im, y, x->type.sizes, r) : y;
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* Hardmax: 1 at the first maximum along axis: argmax, one_hot, the class dim moved back. */
+static tj_status import_hardmax(tjo_importer *im, tjo_val **out, int n_out) {
+    (void)n_out;
+    tj_status st = need_inputs(im, 1, 1);
+    if (st) return st;
+    tjo_val *x = im->in[0];
+    int r = x->type.ndim, ax;
+    int64_t axis;
+    if (!tjo_attr_int(im, "axis", im->opset < 13 ? 1 : -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    if (im->opset < 13 && ax != r - 1)
+        return tjo_unsupported(im, "attribute 'axis' %d before opset 13 (a 2-D view of the input)", ax);
+    if (r == 0 || (x->type.dtype != TJ_F32 && x->type.dtype != TJ_F64)) return tjo_unsupported(im, "a non-float or 0-dim input");
+    int64_t dim = ax, perm[TJ_MAX_DIMS];
+    tj_attr am[2] = {{.ints = {&dim, 1}}, {.b = false}}, oh = {.i = x->type.sizes[ax]};
+    tjo_val *in[1] = {x};
+    tjo_val *idx = tjo_emit1(im, TJ_OP_argmax, in, 1, am);
+    tjo_val *in2[1] = {idx};
+    tjo_val *hot = idx ? tjo_emit1(im, TJ_OP_one_hot, in2, 1, &oh) : NULL;
+    for (int d = 0, k = 0; d < r; d++) perm[d] = d == ax ? r - 1 : k++;
+    tj_attr p = {.ints = {perm, r}};
+    tjo_val *in3[1] = {hot};
+    tjo_val *moved = hot ? tjo_emit1(im, TJ_OP_permute, in3, 1, &p) : NULL;
+    out[0] = tjo_cast(im, moved, (tj_dtype)x->type.dtype);
     return out[0] ? TJ_OK : tj_last_status();
 }
 
@@ -228,7 +254,7 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
         return tjo_unsupported(im, "output Indices: ONNX's flat indices differ from tjit's");
     tjo_val *x = im->in[0];
     int nd;
-    if ((st = spatial_dims(im, x, 2, 2, &nd))) return st;
+    if ((st = spatial_dims(im, x, 1, 2, &nd))) return st;
     int64_t k[2], ceil, storage = 0, include = 0;
     window w;
     if (!kernel_of(im, nd, k, true) || !read_window(im, nd, x->type.sizes + 2, k, &w) ||
@@ -240,12 +266,20 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
         if (2 * w.p[i] > w.k[i])
             return tjo_unsupported(im, "padding %lld is more than half the kernel %lld (tjit pools as "
                                    "PyTorch does)", (long long)w.p[i], (long long)w.k[i]);
+    if (nd == 1) { /* [N, C, L] pooled as [N, C, 1, L] with a window of height 1 */
+        int64_t two = 2;
+        w.k[1] = w.k[0], w.s[1] = w.s[0], w.p[1] = w.p[0], w.d[1] = w.d[0];
+        w.k[0] = w.s[0] = w.d[0] = 1, w.p[0] = 0;
+        tj_attr u = {.i = two};
+        tjo_val *in[1] = {x};
+        if (!(x = tjo_emit1(im, TJ_OP_unsqueeze, in, 1, &u))) FAIL();
+    }
     tj_attr a[6];
-    a[0].ints.data = w.k, a[0].ints.n = nd;
-    a[1].ints.data = w.s, a[1].ints.n = nd;
-    a[2].ints.data = w.p, a[2].ints.n = nd;
+    a[0].ints.data = w.k, a[0].ints.n = 2;
+    a[1].ints.data = w.s, a[1].ints.n = 2;
+    a[2].ints.data = w.p, a[2].ints.n = 2;
     if (is_max) {
-        a[3].ints.data = w.d, a[3].ints.n = nd;
+        a[3].ints.data = w.d, a[3].ints.n = 2;
         a[4].b = ceil != 0;
     } else {
         if (w.d[0] != 1 || w.d[1] != 1) return tjo_unsupported(im, "dilated average pooling");
@@ -253,7 +287,13 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
         a[4].b = include != 0;
     }
     tjo_val *in[1] = {x};
-    out[0] = tjo_emit1(im, is_max ? TJ_OP_max_pool2d : TJ_OP_avg_pool2d, in, 1, a);
+    tjo_val *y = tjo_emit1(im, is_max ? TJ_OP_max_pool2d : TJ_OP_avg_pool2d, in, 1, a);
+    if (y && nd == 1) {
+        tj_attr sq = {.i = 2};
+        tjo_val *in2[1] = {y};
+        y = tjo_emit1(im, TJ_OP_squeeze_dim, in2, 1, &sq);
+    }
+    out[0] = y;
     return out[0] ? TJ_OK : tj_last_status();
 }
 
@@ -414,6 +454,7 @@ static tj_status import_nll(tjo_importer *im, tjo_val **out, int n_out) {
 const tjo_import_rule tjo_rules_nn[] = {
     {"Softmax", "axis", import_softmax},
     {"LogSoftmax", "axis", import_softmax},
+    {"Hardmax", "axis", import_hardmax},
     {"MatMul", "", import_matmul},
     {"Gemm", "alpha|beta|transA|transB|broadcast", import_gemm},
     {"Conv", "auto_pad|dilations|group|kernel_shape|pads|strides", import_conv},

@@ -1,6 +1,6 @@
 /* import_shape.c — import rules of ONNX's shape and indexing ops: Reshape,
  * Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice, Expand,
- * Tile, Shape, Size, ConstantOfShape, Gather, GatherElements,
+ * Tile, Pad (constant), Shape, Size, ConstantOfShape, Gather, GatherElements,
  * ScatterElements (add), DepthToSpace, SpaceToDepth. Sizes, axes and
  * indices that tjit takes as attributes must be constants of the model;
  * negative indices given at run time are wrapped with where(). */
@@ -473,7 +473,85 @@ static tj_status import_depth_space(tjo_importer *im, tjo_val **out, int n_out) 
     return out[0] ? TJ_OK : tj_last_status();
 }
 
+/* Pad, constant mode: slices for negative pads, then constant blocks
+ * concatenated before and after along each padded axis. */
+static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
+    (void)n_out;
+    tj_status st = need_inputs(im, 1, 3);
+    if (st) return st;
+    const char *mode;
+    if (!tjo_attr_str(im, "mode", "constant", &mode)) FAIL();
+    if (strcmp(mode, "constant")) return tjo_unsupported(im, "attribute 'mode' \"%s\": tjit pads with a constant only", mode);
+    tjo_val *x = im->in[0];
+    int r = rank(x), n;
+    int64_t pads[2 * TJ_MAX_DIMS];
+    double value = 0;
+    if (im->opset < 11) {
+        const int64_t *p;
+        if (!tjo_attr_ints(im, "pads", &p, &n) || !tjo_attr_float(im, "value", 0.0, &value)) FAIL();
+        if (!p || n > 2 * TJ_MAX_DIMS) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'pads' is required");
+        memcpy(pads, p, sizeof *p * (size_t)n);
+    } else {
+        if (!tjo_const_ints(im, 1, "pads", pads, &n, 2 * TJ_MAX_DIMS)) FAIL();
+        if (tjo_has_input(im, 2)) {
+            const tjo_val *c = im->in[2];
+            if (!c->t || c->param) return tjo_unsupported(im, "input[2] (constant_value) is computed at run time");
+            if (tj_item(c->t, &value) != TJ_OK) return tjo_node_error(im, TJ_ERR_PARSE, "%s", tj_last_error());
+        }
+    }
+    if (n != 2 * r) return tjo_node_error(im, TJ_ERR_PARSE, "%d pads for rank %d", n, r);
+    tjo_val *y = x;
+    for (int d = 0; d < r; d++) {
+        int64_t before = pads[d], after = pads[d + r], size = y->type.sizes[d];
+        if (before > (INT64_C(1) << 31) || after > (INT64_C(1) << 31) || -before - after > size)
+            return tjo_node_error(im, TJ_ERR_SHAPE, "pads %lld and %lld on a dim of %lld", (long long)before,
+                                  (long long)after, (long long)size);
+        if (before < 0 || after < 0) { /* a crop */
+            int64_t s = before < 0 ? -before : 0, e = after < 0 ? size + after : size;
+            tj_attr a[4] = {{.i = d}, {.i = s}, {.i = e}, {.i = 1}};
+            tjo_val *in[1] = {y};
+            if (!(y = tjo_emit1(im, TJ_OP_slice, in, 1, a))) FAIL();
+        }
+        tjo_val *parts[3];
+        int k = 0;
+        for (int side = 0; side < 2; side++) {
+            int64_t amount = side ? after : before;
+            if (amount <= 0) {
+                if (side == 0) parts[k++] = y;
+                continue;
+            }
+            int64_t sizes[TJ_MAX_DIMS];
+            memcpy(sizes, y->type.sizes, sizeof(int64_t) * (size_t)r);
+            sizes[d] = amount;
+            if (!tjo_check_sizes(im, sizes, r, "the padding") || tjc_numel(sizes, r) > TJO_MAX_FOLD)
+                return tjo_unsupported(im, "padding blocks of more than 2^24 elements");
+            tj_tensor *fill = tjc_alloc(sizes, r, (tj_dtype)y->type.dtype);
+            if (!fill) FAIL();
+            for (int64_t i = 0; i < tj_numel(fill); i++) {
+                char *p = tjc_data_ptr(fill);
+                switch ((tj_dtype)y->type.dtype) {
+                case TJ_F32: ((float *)p)[i] = (float)value; break;
+                case TJ_F64: ((double *)p)[i] = value; break;
+                case TJ_I64: ((int64_t *)p)[i] = (int64_t)(value > -9.2e18 && value < 9.2e18 ? value : 0); break;
+                default: ((bool *)p)[i] = value != 0; break;
+                }
+            }
+            tjo_val *c = tjo_const_val(im, fill);
+            if (!c) FAIL();
+            if (side == 0) parts[k++] = c, parts[k++] = y;
+            else parts[k++] = c;
+        }
+        if (k > 1) {
+            tj_attr a = {.i = d};
+            if (!(y = tjo_emit1(im, TJ_OP_cat, parts, k, &a))) FAIL();
+        }
+    }
+    out[0] = y == x ? tjo_unary(im, TJ_OP_clone, x) : y;
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
 const tjo_import_rule tjo_rules_shape[] = {
+    {"Pad", "mode|pads|value", import_pad},
     {"Reshape", "allowzero", import_reshape},
     {"Flatten", "axis", import_flatten},
     {"Squeeze", "axes", import_squeeze},
