@@ -159,7 +159,18 @@ static tj_status import_transpose(tjo_importer *im, tjo_val **out, int n_out) {
     int64_t perm[TJ_MAX_DIMS];
     if (!tjo_attr_ints(im, "perm", &p, &n)) FAIL();
     if (p && n != r) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'perm': %d entries for rank %d", n, r);
-    for (int d = 0; d < r; d++) perm[d] = p ? p[d] : r - 1 - d;
+    int moved[2], n_moved = 0;
+    for (int d = 0; d < r; d++) {
+        perm[d] = p ? p[d] : r - 1 - d;
+        if (perm[d] != d && n_moved < 2) moved[n_moved] = d;
+        if (perm[d] != d) n_moved++;
+    }
+    if (n_moved == 2 && perm[moved[0]] == moved[1] && perm[moved[1]] == moved[0]) { /* a swap */
+        tj_attr a[2] = {{.i = moved[0]}, {.i = moved[1]}};
+        tjo_val *in[1] = {im->in[0]};
+        out[0] = tjo_emit1(im, TJ_OP_transpose, in, 1, a);
+        return out[0] ? TJ_OK : tj_last_status();
+    }
     out[0] = permute(im, im->in[0], perm, r);
     return out[0] ? TJ_OK : tj_last_status();
 }
@@ -200,8 +211,16 @@ static tj_status import_split(tjo_importer *im, tjo_val **out, int n_out) {
         for (int k = 0; k < n; k++) sizes[k] = dim / n_out;
     }
     if (n != n_out) return tjo_node_error(im, TJ_ERR_PARSE, "%d sizes for %d outputs", n, n_out);
-    tj_attr a[2] = {{.ints = {sizes, n}}, {.i = ax}};
     tjo_val *in[1] = {im->in[0]};
+    /* the pieces chunk(n) makes: ceil(dim / n) each, the last one what is left */
+    int64_t piece = n ? (dim + n - 1) / n : 0;
+    bool chunks = piece > 0 && (dim + piece - 1) / piece == n;
+    for (int k = 0; chunks && k < n; k++) chunks = sizes[k] == (k < n - 1 ? piece : dim - piece * (n - 1));
+    if (chunks) {
+        tj_attr c[2] = {{.i = n}, {.i = ax}};
+        return tjo_emit(im, TJ_OP_chunk, in, 1, c, out, n_out);
+    }
+    tj_attr a[2] = {{.ints = {sizes, n}}, {.i = ax}};
     return tjo_emit(im, TJ_OP_split_with_sizes, in, 1, a, out, n_out);
 }
 
@@ -398,6 +417,16 @@ static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
     if (rank(x) == 0) return tjo_node_error(im, TJ_ERR_SHAPE, "data is 0-dim");
     int r = rank(x) - 1 + rank(idx);
     if (r > TJ_MAX_DIMS) return tjo_unsupported(im, "the result has %d dims", r);
+    if (idx->t && !idx->param && rank(idx) == 0 && idx->type.dtype == TJ_I64) { /* one index: select */
+        int64_t i = *(const int64_t *)tjc_data_ptr(idx->t);
+        if (i < -x->type.sizes[ax] || i >= x->type.sizes[ax])
+            return tjo_node_error(im, TJ_ERR_SHAPE, "index %lld is out of range for size %lld", (long long)i,
+                                  (long long)x->type.sizes[ax]);
+        tj_attr a[2] = {{.i = ax}, {.i = i < 0 ? i + x->type.sizes[ax] : i}};
+        tjo_val *in[1] = {x};
+        out[0] = tjo_emit1(im, TJ_OP_select, in, 1, a);
+        return out[0] ? TJ_OK : tj_last_status();
+    }
     NEED(idx = wrap_indices(im, idx, x->type.sizes[ax]));
     int64_t flat = 1, sizes[TJ_MAX_DIMS];
     for (int d = 0; d < rank(idx); d++) flat *= idx->type.sizes[d];
