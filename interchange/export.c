@@ -270,7 +270,20 @@ static tj_status export_node(tjo_exporter *ex, const tj_node *n) {
         return TJ_OK;
     }
     case TJ_NODE_OP:
-    case TJ_NODE_CONSTANT_CHUNK: break;
+    case TJ_NODE_CONSTANT_CHUNK: /* the rules read dtypes and sizes */
+        for (int i = 0; i < n_in + n_out; i++) {
+            const tj_value *v = i < n_in ? tj_node_input(n, i) : tj_node_output(n, i - n_in);
+            const tj_type *t = tj_value_type(v);
+            bool known = t->kind == TJ_TYPE_NONE ||
+                         (t->kind == TJ_TYPE_TENSOR && t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN);
+            for (int d = 0; known && t->kind == TJ_TYPE_TENSOR && d < t->ndim; d++)
+                known = t->sizes[d] != TJ_UNKNOWN_DIM;
+            if (!known)
+                return tjo_export_error(ex, TJ_ERR_UNSUPPORTED, "its %s %d has no known dtype and sizes "
+                                        "(export a traced graph, or one with types)",
+                                        i < n_in ? "input" : "output", i < n_in ? i : i - n_in);
+        }
+        break;
     default:
         return tjo_export_error(ex, TJ_ERR_UNSUPPORTED, "%s has no ONNX form", tj_node_name(n));
     }

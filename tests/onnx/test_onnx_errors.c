@@ -286,6 +286,10 @@ static void test_export_errors(void **state) {
     assert_int_equal(tj_graph_export_onnx_bytes(g, NULL, &data, &len), TJ_ERR_UNSUPPORTED);
     tt_assert_error("aten::exp_: not exportable: writes into its input (in place)");
     tj_graph_free(g);
+    g = tj_graph_parse("graph(%x : Float(4)):\n  %1 = aten::exp(%x)\n  return (%1)\n", NULL);
+    assert_int_equal(tj_graph_export_onnx_bytes(g, NULL, &data, &len), TJ_ERR_UNSUPPORTED);
+    tt_assert_error("aten::exp: its output 0 has no known dtype and sizes");
+    tj_graph_free(g);
     tj_onnx_export_options o = {.opset = 9};
     g = tj_graph_parse("graph(%x : Float(4)):\n  %1 : Float(4) = aten::exp(%x)\n  return (%1)\n", NULL);
     assert_int_equal(tj_graph_export_onnx_bytes(g, &o, &data, &len), TJ_ERR_ARG);
