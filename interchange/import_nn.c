@@ -1,5 +1,5 @@
 /* import_nn.c — import rules of ONNX's neural-network ops: Softmax,
- * LogSoftmax, Hardmax, MatMul, Gemm, Conv (1-D, 2-D), ConvTranspose (2-D), MaxPool,
+ * LogSoftmax, Hardmax, OneHot, MatMul, Gemm, Conv (1-D, 2-D), ConvTranspose (2-D), MaxPool,
  * AveragePool (1-D and 2-D), the global pools, BatchNormalization (inference),
  * LayerNormalization, InstanceNormalization, MeanVarianceNormalization and
  * the NLL and softmax cross-entropy losses. Padding must be symmetric (tjit's
@@ -72,6 +72,51 @@ static tj_status import_hardmax(tjo_importer *im, tjo_val **out, int n_out) {
     tjo_val *in3[1] = {hot};
     tjo_val *moved = hot ? tjo_emit1(im, TJ_OP_permute, in3, 1, &p) : NULL;
     out[0] = tjo_cast(im, moved, (tj_dtype)x->type.dtype);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* OneHot: depth and values constants; one_hot (indices wrapped), the class
+ * dim moved to axis, then off and on values. */
+static tj_status import_one_hot(tjo_importer *im, tjo_val **out, int n_out) {
+    (void)n_out;
+    tj_status st = need_inputs(im, 3, 3);
+    if (st) return st;
+    tjo_val *idx = im->in[0], *depth = im->in[1], *values = im->in[2];
+    if (idx->type.dtype != TJ_I64) return tjo_unsupported(im, "indices of dtype %s: tjit takes int64",
+                                                           tj_dtype_name((tj_dtype)idx->type.dtype));
+    double k, off, on;
+    if (!depth->t || depth->param || !values->t || values->param)
+        return tjo_unsupported(im, "depth and values are computed at run time; tjit needs them constant");
+    if (tj_item(depth->t, &k) != TJ_OK || tj_numel(values->t) != 2 || tj_ndim(values->t) != 1)
+        return tjo_node_error(im, TJ_ERR_PARSE, "depth must hold one value and values two");
+    if (!(k >= 1 && k <= (1 << 24))) return tjo_unsupported(im, "depth %g", k);
+    int64_t zero = 0, one = 1;
+    off = tj_get(values->t, &zero);
+    on = tj_get(values->t, &one);
+    int r = idx->type.ndim + 1, ax;
+    int64_t axis;
+    if (r > TJ_MAX_DIMS) return tjo_unsupported(im, "the result has %d dims", r);
+    if (!tjo_attr_int(im, "axis", -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    tjo_val *size = tjo_scalar(im, k, TJ_I64);
+    tjo_val *w[3] = {tjo_binary(im, TJ_OP_lt, idx, tjo_scalar(im, 0, TJ_I64)),
+                     size ? tjo_binary(im, TJ_OP_add, idx, size) : NULL, idx};
+    tjo_val *wrapped = tjo_emit1(im, TJ_OP_where, w, 3, NULL);
+    tj_attr oh = {.i = (int64_t)k};
+    tjo_val *in[1] = {wrapped};
+    tjo_val *hot = wrapped ? tjo_emit1(im, TJ_OP_one_hot, in, 1, &oh) : NULL;
+    if (hot && ax != r - 1) {
+        int64_t perm[TJ_MAX_DIMS];
+        for (int d = 0, j = 0; d < r; d++) perm[d] = d == ax ? r - 1 : j++;
+        tj_attr p = {.ints = {perm, r}};
+        tjo_val *in2[1] = {hot};
+        hot = tjo_emit1(im, TJ_OP_permute, in2, 1, &p);
+    }
+    tj_dtype dt = (tj_dtype)values->type.dtype;
+    if (hot && !(off == 0 && on == 1 && dt == TJ_I64)) { /* off + (on - off) * hot, in values' dtype */
+        tjo_val *sel[3] = {tjo_cast(im, hot, TJ_BOOL), tjo_scalar(im, on, dt), tjo_scalar(im, off, dt)};
+        hot = tjo_emit1(im, TJ_OP_where, sel, 3, NULL);
+    }
+    out[0] = hot;
     return out[0] ? TJ_OK : tj_last_status();
 }
 
@@ -455,6 +500,7 @@ const tjo_import_rule tjo_rules_nn[] = {
     {"Softmax", "axis", import_softmax},
     {"LogSoftmax", "axis", import_softmax},
     {"Hardmax", "axis", import_hardmax},
+    {"OneHot", "axis", import_one_hot},
     {"MatMul", "", import_matmul},
     {"Gemm", "alpha|beta|transA|transB|broadcast", import_gemm},
     {"Conv", "auto_pad|dilations|group|kernel_shape|pads|strides", import_conv},
