@@ -393,7 +393,9 @@ static tj_status ex_gather(tjo_exporter *ex, const tj_node *n, const char *const
     int64_t axis = 0;
     const char *ins[3] = {in[0], in[1], NULL};
     const char *op = "Gather";
-    if (id == TJ_OP_index_select) {
+    if (id == TJ_OP_embedding) { /* rows of the weight: Gather on axis 0 */
+        axis = 0;
+    } else if (id == TJ_OP_index_select) {
         axis = wrap(tj_node_attr(n, 0)->i, rank_in(n));
     } else {
         axis = wrap(tj_node_attr(n, 0)->i, rank_in(n));
