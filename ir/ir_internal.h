@@ -164,6 +164,9 @@ void tjir_put_type(tjir_buf *b, const tj_type *t, unsigned flags);
 void tjir_put_attr(tjir_buf *b, const tj_node *n, int i);
 
 const char *tjir_dtype_ir_name(int dtype); /* "Float", or NULL */
+/* op's name without its overload ("aten::add" for aten::add.Scalar), into buf
+ * (plain_names.c). */
+const char *tjir_plain_name(const tj_op_info *op, char *buf, size_t n);
 int tjir_dtype_from_ir_name(const char *s, size_t n); /* a tj_dtype or -1 */
 
 #endif

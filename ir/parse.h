@@ -104,4 +104,18 @@ bool tjir_finish_attrs(tjir_parser *p, tj_node *n, int line, int col);
 /* The nearest known op or prim name to an unknown one, or NULL. */
 const char *tjir_suggest_kind(const char *name);
 
+/* ---- plain_names.c ---------------------------------------------------------------- */
+
+/* The ops whose name without its overload is name (none when name has one). */
+int tjir_overloads(const char *name, const tj_op_info **out, int cap);
+/* The one candidate that takes these attribute names and this many inputs;
+ * else NULL with err saying why, listing the candidates. */
+const tj_op_info *tjir_match_overloads(const char *name, const tj_op_info *const *cands, int n_cands,
+                                       const char *const *attrs, int n_attrs, int n_inputs,
+                                       char *err, size_t err_len);
+/* The op a name without overload stands for in the statement at the current
+ * token (the name): NULL when it has no overloads (nothing reported) or no
+ * single one fits (reported at line:col). */
+const tj_op_info *tjir_resolve_plain(tjir_parser *p, const char *name, int line, int col);
+
 #endif

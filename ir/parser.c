@@ -106,9 +106,11 @@ static tj_node *make_node(tjir_parser *p, const char *name) {
             return NULL;
         }
         if (is_fusion_ref(name)) kind = TJ_NODE_FUSION_GROUP;
-    } else if ((op = tj_op_find(name)) != NULL) {
-        kind = TJ_NODE_OP;
+    } else if ((op = tjir_resolve_plain(p, name, p->tok.line, p->tok.col)) != NULL ||
+               (!p->failed && (op = tj_op_find(name)) != NULL)) {
+        kind = TJ_NODE_OP; /* a full name, or a plain one (plain_names.c) */
     }
+    if (p->failed) return NULL;
     if (kind == TJ_NUM_NODE_KINDS) {
         const char *near = tjir_suggest_kind(name);
         char got[200];

@@ -151,7 +151,9 @@ static void put_node(printer *p, const tj_node *n) {
         put_typed_value(p, n->outputs[i]);
     }
     tjir_buf_put(b, n->n_outputs ? " = " : "= ");
-    tjir_buf_put(b, tj_node_name(n));
+    char plain[128];
+    tjir_buf_put(b, n->op && (p->flags & TJ_PRINT_PLAIN_NAMES) ? tjir_plain_name(n->op, plain, sizeof plain)
+                                                             : tj_node_name(n));
     if (n->subgraph) tjir_buf_printf(b, "_%d", subgraph_number(p, n->subgraph));
     bool open = false;
     for (int i = 0; i < n->n_attrs; i++) {

@@ -49,8 +49,8 @@ static const bad_case cases[] = {
     /* ops: names, arity, attributes */
     {"graph(%x):\n  %1 = aten::tanhh(%x)\n  return (%1)\n",
      "2:8: expected a known op, got 'aten::tanhh' (did you mean 'aten::tanh'?)"},
-    {"graph(%x):\n  %1 = aten::slice(%x)\n  return (%1)\n",
-     "2:8: expected a known op, got 'aten::slice' (did you mean 'aten::slice.Tensor'?)"},
+    {"graph(%x):\n  %1 = aten::slise(%x)\n  return (%1)\n",
+     "2:8: expected a known op, got 'aten::slise' (did you mean 'aten::slice.Tensor'?)"},
     {"graph(%x):\n  %1 = aten::sigmod(%x)\n  return (%1)\n",
      "2:8: expected a known op, got 'aten::sigmod' (did you mean 'aten::sigmoid'?)"},
     {"graph():\n  %1 = prim::Constnt[value=1]()\n  return (%1)\n",

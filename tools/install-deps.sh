@@ -11,7 +11,11 @@ fi
 # llvm-19-dev: the LLVM backend (backends/llvm/), pinned to LLVM 19 (bookworm main)
 # g++: the CUDA backend's host execution harness compiles kernels as C++ (build-essential
 # brings it too; named so that it stays)
+# ONNX interchange (interchange/): protobuf-c and its compiler, ONNX's onnx.proto (libonnx-dev),
+# ONNX's conformance data (libonnx-testdata), its checker (python3-onnx), and python3-venv
+# for the ONNX Runtime that the round-trip test installs from PyPI into build/onnx-venv
 pkgs="build-essential g++ cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
+pkgs="$pkgs libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx python3-venv"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do

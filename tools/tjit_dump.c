@@ -1,5 +1,5 @@
 /* tjit_dump.c — `tjit dump MODEL`: traces an example model on its example
- * inputs and prints the graph (with the tracer's warnings), its register code
+ * inputs (or imports FILE.onnx) and prints the graph (with the tracer's warnings), its register code
  * or its Graphviz form; with --after, the graph after chosen passes of the
  * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
  * kernel of each fusion group (and --asm its assembly). */
@@ -95,9 +95,13 @@ static bool dump_kernels(const tj_graph *g, const char *passes, bool with_asm) {
 #endif
 }
 
+/* FILE.onnx stands in the place of a model: it has no inputs to make */
+static const tjx_model onnx_model = {.name = "FILE.onnx"};
+
 int tjit_cmd_dump(int argc, char **argv) {
     if (argc < 2) return usage();
     const tjx_model *model = tjx_find_model(argv[1]);
+    if (!model && tjit_is_onnx(argv[1])) model = &onnx_model;
     if (!model) {
         fprintf(stderr, "tjit dump: no model named '%s'\n", argv[1]);
         return usage();
@@ -127,12 +131,16 @@ int tjit_cmd_dump(int argc, char **argv) {
 #endif
     int rc = 1;
     tj_generator *gen = tj_generator_new(0);
-    void *params = gen ? model->create(gen) : NULL;
+    void *params = gen && model != &onnx_model ? model->create(gen) : NULL;
     tj_tensor *inputs[8] = {0};
     tj_graph *g = NULL;
     tj_program *p = NULL;
-    if (!params || model->make_inputs(params, gen, inputs) != TJ_OK) goto done;
-    g = tj_trace(model->forward, params, inputs, model->n_in, model->n_out, NULL);
+    if (model == &onnx_model) { /* an ONNX model: imported, not traced */
+        params = gen;
+        g = tjit_load_graph(argv[1], NULL, NULL, 0);
+    } else if (params && model->make_inputs(params, gen, inputs) == TJ_OK) {
+        g = tj_trace(model->forward, params, inputs, model->n_in, model->n_out, NULL);
+    }
     if (!g) goto done;
     for (int i = 0; i < tj_graph_num_warnings(g); i++) printf("# warning: %s\n", tj_graph_warning(g, i));
     if (grad) { /* the parameters' gradients: extended forward and backward, after the passes */
@@ -175,7 +183,7 @@ done:
     tj_program_free(p);
     tj_graph_free(g);
     for (int i = 0; i < model->n_in; i++) tj_release(inputs[i]);
-    if (params) model->destroy(params);
+    if (params && model != &onnx_model) model->destroy(params);
     tj_generator_free(gen);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* tjit_fmt.c — `tjit fmt`: reads a graph in the text form, checks it and
- * prints it back (canonically, without strides or types) or as Graphviz. */
+ * prints it back (canonically, without strides or types, with op names
+ * without overload) or as Graphviz. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "tools/commands.h"
 
 static int usage(void) {
-    fprintf(stderr, "usage: tjit fmt FILE.ir [--canonical] [--no-strides] [--no-types] [--dot]\n"
+    fprintf(stderr, "usage: tjit fmt FILE.ir [--canonical] [--no-strides] [--no-types] [--plain-names] [--dot]\n"
                     "       FILE may be - for standard input\n");
     return 2;
 }
@@ -22,6 +23,7 @@ int tjit_cmd_fmt(int argc, char **argv) {
         if (!strcmp(argv[i], "--canonical")) flags |= TJ_PRINT_CANONICAL;
         else if (!strcmp(argv[i], "--no-strides")) flags |= TJ_PRINT_NO_STRIDES;
         else if (!strcmp(argv[i], "--no-types")) flags |= TJ_PRINT_NO_TYPES;
+        else if (!strcmp(argv[i], "--plain-names")) flags |= TJ_PRINT_PLAIN_NAMES;
         else if (!strcmp(argv[i], "--dot")) as_dot = true;
         else if (argv[i][0] == '-' && argv[i][1]) return usage();
         else if (path) return usage();

@@ -1,5 +1,5 @@
-/* tjit_run.c — `tjit run FILE.ir`: parses a graph, runs it on inputs read
- * from .npy files (or random ones of the declared types), prints a summary of
+/* tjit_run.c — `tjit run FILE.ir`: parses a graph (or imports FILE.onnx),
+ * runs it on inputs read from .npy or ONNX .pb files (or random ones of the declared types), prints a summary of
  * each output and saves the outputs as .npy files. */
 #include <errno.h>
 #include <math.h>
@@ -107,7 +107,7 @@ static int run_backward(tj_graph *g, tj_program *p, tj_tensor *const *inputs, in
 
 int tjit_cmd_run(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: tjit run FILE.ir [--input NAME=FILE.npy]... [--out DIR]\n"
+        fprintf(stderr, "usage: tjit run FILE.ir|FILE.onnx [--input NAME=FILE.npy|FILE.pb]... [--out DIR]\n"
                         "                [--backward [--grad-output NAME=FILE.npy]...]\n");
         return 2;
     }
@@ -143,21 +143,22 @@ int tjit_cmd_run(int argc, char **argv) {
             return 2;
         }
     }
-    size_t len = 0;
-    char *text = tjit_read_file(argv[1], &len);
-    if (!text) {
-        fprintf(stderr, "tjit run: cannot open %s: %s\n", argv[1], strerror(errno));
-        return 1;
-    }
     int rc = 1;
-    tj_graph *g = tj_graph_parse_n(text, len, NULL);
-    free(text);
+    tj_tensor *given[MAX_INPUTS] = {0};
+    bool onnx = tjit_is_onnx(argv[1]); /* its given inputs fix symbolic sizes: read them first */
+    for (int k = 0; onnx && k < n_given; k++)
+        if (!(given[k] = tjit_load_tensor(given_file[k]))) {
+            fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            for (int j = 0; j < k; j++) tj_release(given[j]);
+            return 1;
+        }
+    tj_graph *g = tjit_load_graph(argv[1], given_name, given, onnx ? n_given : 0);
     tj_program *p = NULL;
     tj_generator *gen = tj_generator_new(0);
     tj_tensor *inputs[MAX_INPUTS] = {0}, *outputs[MAX_INPUTS] = {0};
     int n_in = g ? tj_graph_num_inputs(g) : 0, n_out = g ? tj_graph_num_outputs(g) : 0;
     if (!g) {
-        fprintf(stderr, "%s:%s\n", argv[1], tj_last_error());
+        fprintf(stderr, "tjit run: %s\n", tj_last_error());
         goto done;
     }
     if (n_in > MAX_INPUTS || n_out > MAX_INPUTS) {
@@ -182,12 +183,15 @@ int tjit_cmd_run(int argc, char **argv) {
         const char *name = tj_value_name(v);
         char pos[16];
         snprintf(pos, sizeof pos, "%d", i);
-        const char *file = NULL;
+        if (tj_graph_input_binding(g, i)) continue; /* a parameter of an ONNX model */
+        int file = -1;
         for (int k = 0; k < n_given; k++)
-            if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = given_file[k];
-        inputs[i] = file ? tj_load_npy(file) : tjit_random_input("tjit run", tj_value_type(v), i, name, gen);
+            if ((name && !strcmp(name, given_name[k])) || !strcmp(pos, given_name[k])) file = k;
+        if (file >= 0 && !given[file]) given[file] = tjit_load_tensor(given_file[file]);
+        inputs[i] = file >= 0 ? tj_retain(given[file])
+                              : tjit_random_input("tjit run", tj_value_type(v), i, name, gen);
         if (!inputs[i]) {
-            if (file || tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
+            if (file >= 0 || tj_last_status()) fprintf(stderr, "tjit run: %s\n", tj_last_error());
             goto done;
         }
     }
@@ -196,7 +200,7 @@ int tjit_cmd_run(int argc, char **argv) {
         goto done;
     }
     bool wants[MAX_INPUTS];
-    for (int i = 0; i < n_in; i++) wants[i] = tj_dtype_is_float(tj_tensor_dtype(inputs[i]));
+    for (int i = 0; i < n_in; i++) wants[i] = inputs[i] && tj_dtype_is_float(tj_tensor_dtype(inputs[i]));
     tj_compile_options opts = {.requires_grad = backward ? wants : NULL};
     p = tj_compile(g, &opts);
     if (!p || tj_run(p, inputs, outputs) != TJ_OK) {
@@ -227,6 +231,7 @@ int tjit_cmd_run(int argc, char **argv) {
     }
 done:
     for (int i = 0; i < MAX_INPUTS; i++) {
+        tj_release(given[i]);
         tj_release(inputs[i]);
         tj_release(outputs[i]);
     }

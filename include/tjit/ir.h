@@ -270,7 +270,9 @@ tj_status tj_graph_insert_before(tj_node *pos, const tj_graph *src, tj_value *co
 enum {
     TJ_PRINT_CANONICAL = 1u << 0,  /* unnamed values numbered in order of definition */
     TJ_PRINT_NO_STRIDES = 1u << 1, /* tensor types without strides */
-    TJ_PRINT_NO_TYPES = 1u << 2    /* no types at all */
+    TJ_PRINT_NO_TYPES = 1u << 2,   /* no types at all */
+    TJ_PRINT_PLAIN_NAMES = 1u << 3 /* op names without overload, as PyTorch prints them (aten::add);
+                                      the parser resolves them back */
 };
 
 /* The text form; malloc'd, free with free(). NULL on error. */

@@ -307,6 +307,7 @@ int tj_get_num_threads(void);
 #include "tjit/runtime.h" /* tracing, programs, replay, .npy files */
 #include "tjit/passes.h"  /* graph passes and the fuser */
 #include "tjit/profile.h" /* timing replays: a table and a trace file */
+#include "tjit/onnx.h"    /* ONNX export and import */
 #include "tjit/version.h" /* generated: TJIT_VERSION_*, tj_version, tj_build_info */
 #endif
 
