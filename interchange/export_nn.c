@@ -439,6 +439,24 @@ static tj_status ex_dropout(tjo_exporter *ex, const tj_node *n, const char *cons
     return tjo_done(ex, ok ? out[1] : NULL);
 }
 
+/* zeros of the given sizes and of self's dtype (self only lends its dtype) */
+static tj_status ex_new_zeros(tjo_exporter *ex, const tj_node *n, const char *const *in,
+                              const char *const *out) {
+    (void)in;
+    const tj_attr *size = tjo_nattr(n, "size");
+    const char *shape = tjo_x_const_ints(ex, size->ints.data, size->ints.n);
+    tj_tensor *zero = tjc_alloc((int64_t[]){1}, 1, (tj_dtype)tj_value_type(tj_node_output(n, 0))->dtype);
+    if (!zero || !shape) {
+        tj_release(zero);
+        return tjo_done(ex, NULL);
+    }
+    memset(tjc_data_ptr(zero), 0, tj_dtype_size(tj_tensor_dtype(zero)));
+    Onnx__NodeProto *c = tjo_node(ex, "ConstantOfShape", &shape, 1, out, 1);
+    bool ok = c && tjo_set_tensor(ex, c, "value", zero);
+    tj_release(zero);
+    return tjo_done(ex, ok ? out[0] : NULL);
+}
+
 #define GRAD "a gradient op: backward graphs stay in tjit (export the forward graph)"
 const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_view, ex_reshape, "Reshape"}, {TJ_OP_reshape, ex_reshape, "Reshape"},
@@ -452,7 +470,7 @@ const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_split_with_sizes, ex_split, "Split"}, {TJ_OP_unbind, ex_split, "Split and Squeeze"},
     {TJ_OP_cat, ex_cat, "Concat"}, {TJ_OP_stack, ex_cat, "Unsqueeze and Concat"},
     {TJ_OP_select_backward, NULL, GRAD}, {TJ_OP_slice_backward, NULL, GRAD},
-    {TJ_OP_new_zeros, NULL, GRAD},
+    {TJ_OP_new_zeros, ex_new_zeros, "ConstantOfShape"},
     {TJ_OP_mm, ex_matmul, "MatMul"}, {TJ_OP_bmm, ex_matmul, "MatMul"}, {TJ_OP_matmul, ex_matmul, "MatMul"},
     {TJ_OP_addmm, ex_addmm, "Gemm"},
     {TJ_OP_linear, ex_linear, "Gemm (2-D input), else MatMul, Transpose and Add"},
