@@ -128,6 +128,10 @@ bool tjo_check_sizes(tjo_importer *im, const int64_t *sizes, int n, const char *
 /* Normalises an axis against rank (negative counts from the end). */
 bool tjo_axis(tjo_importer *im, int64_t axis, int rank, const char *what, int *out);
 
+/* Recovers high-level ops from their ONNX forms in an imported graph
+ * (import_patterns.c): MatMul, Transpose and Add of parameters as linear. */
+tj_status tjo_recover_patterns(tj_graph *g);
+
 /* One ONNX op's import rule: fills out[0..n_out) (NULL for outputs it does
  * not give, which then must be unused). */
 typedef tj_status (*tjo_import_fn)(tjo_importer *im, tjo_val **out, int n_out);
