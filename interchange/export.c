@@ -393,7 +393,6 @@ tj_status tj_graph_export_onnx_bytes(const tj_graph *g, const tj_onnx_export_opt
     memset(&ex, 0, sizeof ex);
     ex.opts = opts ? opts : &defaults;
     ex.opset = ex.opts->opset ? ex.opts->opset : TJ_ONNX_DEFAULT_OPSET;
-    ex.top = g;
     if (ex.opset < TJ_ONNX_MIN_EXPORT_OPSET || ex.opset > TJ_ONNX_MAX_OPSET)
         return tjc_error(TJ_ERR_ARG, "tj_graph_export_onnx: opset %d; tjit writes opsets %d to %d",
                          ex.opset, TJ_ONNX_MIN_EXPORT_OPSET, TJ_ONNX_MAX_OPSET);

@@ -220,7 +220,7 @@ static tj_status import_graph(tjo_importer *im, const Onnx__ModelProto *m,
         if (!gv) return tj_last_status();
         if ((st = tj_graph_add_output(im->g, gv))) return st;
     }
-    return TJ_OK;
+    return tjo_recover_patterns(im->g);
 }
 
 tj_graph *tj_graph_import_onnx_bytes(const void *data, size_t len,

@@ -1,11 +1,13 @@
 /* tjo.h — the interchange module: ONNX export and import (docs/onnx.md).
  * Prefix tjo_. It owns everything that knows ONNX: the protobuf-c messages
  * generated from ONNX's onnx.proto, tensors to and from TensorProto
- * (proto.c), the exporter (export.c: graph walk, values and initializers;
- * export_ops*.c: one rule per tjit op) and the importer (import.c: the
- * model's graph, names and order; import_emit.c: building typed nodes with
- * constants folded; import_ops*.c: one rule per ONNX op). Nothing below this
- * module knows ONNX; it only uses the public graph API and the op table.
+ * (proto.c), the exporter (export.c: graph walk, names, initializers and
+ * value_info; export_ops.c and export_nn.c: one rule per tjit op, or why it
+ * has none) and the importer (import.c: the model's graph, names and order;
+ * import_emit.c: typed nodes, constants folded; import_pointwise.c,
+ * import_shape.c, import_reduce.c, import_nn.c: one rule per ONNX op;
+ * import_patterns.c: linear and gelu recovered). Nothing below this module
+ * knows ONNX; it uses the public graph API, the op table and the shape rules.
  */
 #ifndef TJIT_INTERCHANGE_TJO_H
 #define TJIT_INTERCHANGE_TJO_H
@@ -128,6 +130,10 @@ bool tjo_check_sizes(tjo_importer *im, const int64_t *sizes, int n, const char *
 /* Normalises an axis against rank (negative counts from the end). */
 bool tjo_axis(tjo_importer *im, int64_t axis, int rank, const char *what, int *out);
 
+/* Recovers high-level ops from their ONNX forms in an imported graph
+ * (import_patterns.c): MatMul, Transpose and Add of parameters as linear. */
+tj_status tjo_recover_patterns(tj_graph *g);
+
 /* One ONNX op's import rule: fills out[0..n_out) (NULL for outputs it does
  * not give, which then must be unused). */
 typedef tj_status (*tjo_import_fn)(tjo_importer *im, tjo_val **out, int n_out);
@@ -145,7 +151,6 @@ typedef struct tjo_exporter {
     tjo_pool pool;
     const tj_onnx_export_options *opts;
     int opset;
-    Onnx__GraphProto *graph;
     Onnx__NodeProto **nodes;
     int n_nodes, cap_nodes;
     Onnx__TensorProto **inits;
@@ -155,7 +160,6 @@ typedef struct tjo_exporter {
     tjo_names names;  /* tj_value* (as text key) -> ONNX name */
     int next_tmp;
     const tj_node *node; /* the node being exported */
-    const tj_graph *top;
 } tjo_exporter;
 
 /* The ONNX name of a graph value (named after it). */
