@@ -186,6 +186,20 @@ const char *tjc_input_name(const tj_op_info *op, int i);
 int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                       tj_tensor **out, int out_cap);
 
+/* What a static plan keeps of one op call: the checks, the device, the
+ * kernel and the shape rule's results, computed once for inputs of fixed
+ * geometry (their data is not read). The kernel then runs on outputs the
+ * caller made from meta, as the dispatcher would. meta is malloc'd. A copy_
+ * across devices is refused (TJ_ERR_UNSUPPORTED): its source moves first. */
+typedef struct tjc_prepared {
+    tj_device device;
+    tjc_kernel_fn kernel;
+    tjc_meta *meta;
+    int n_out;
+} tjc_prepared;
+tj_status tjc_prepare_call(const tj_op_info *op, tj_tensor *const *in, int n_in,
+                           const tj_attr *attrs, tjc_prepared *out);
+
 /* Op nesting depth on this thread: 0 while user code runs. */
 int tjc_op_depth(void);
 const tj_record_hook *tjc_record_hook(void);

@@ -317,6 +317,39 @@ static int invoke(const tj_op_info *op, tj_device device, tj_tensor *const *in, 
     return st == TJ_OK ? n_out : -1;
 }
 
+tj_status tjc_prepare_call(const tj_op_info *op, tj_tensor *const *in, int n_in,
+                           const tj_attr *attrs, tjc_prepared *out) {
+    memset(out, 0, sizeof *out);
+    tj_status st = check_inputs(op, in, n_in, &out->device);
+    if (!st) st = check_attrs(op, attrs);
+    if (st) return st;
+    if (op->id == TJ_OP_copy_ && n_in == 2 && !tjc_same_device(in[1]->storage->device, out->device))
+        return tjc_error(TJ_ERR_UNSUPPORTED, "%s: a copy across devices is not planned", op->name);
+    if (!(out->kernel = kernel_for(op, out->device))) return tj_last_status();
+    enum { STACK_METAS = 8 };
+    tjc_meta stack_metas[STACK_METAS];
+    tjc_call c = {.op = op, .device = out->device, .in = in, .n_in = n_in, .attr = attrs,
+                  .n_attr = op->schema.n_attrs, .meta = stack_metas, .meta_cap = STACK_METAS};
+    int n_out = 0;
+    st = op->infer(&c, &n_out);
+    if (st) return st;
+    out->meta = malloc(sizeof(tjc_meta) * (size_t)(n_out ? n_out : 1));
+    if (!out->meta) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name);
+    if (n_out > STACK_METAS) {
+        c.meta = out->meta;
+        c.meta_cap = n_out;
+        if ((st = op->infer(&c, &n_out))) {
+            free(out->meta);
+            out->meta = NULL;
+            return st;
+        }
+    } else if (n_out) {
+        memcpy(out->meta, stack_metas, sizeof(tjc_meta) * (size_t)n_out);
+    }
+    out->n_out = n_out;
+    return TJ_OK;
+}
+
 int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                       tj_tensor **out, int out_cap) {
     tj_device device;

@@ -121,6 +121,32 @@ static void *block_alloc(size_t cap) {
     return data;
 }
 
+/* ---- counters: for tests of steady-state replay and for benches ---------------- */
+
+static atomic_llong n_storages, n_headers, live_bytes, peak_bytes;
+
+static void count_storage(size_t nbytes) {
+    atomic_fetch_add_explicit(&n_storages, 1, memory_order_relaxed);
+    long long live = atomic_fetch_add_explicit(&live_bytes, (long long)nbytes, memory_order_relaxed) +
+                     (long long)nbytes;
+    long long peak = atomic_load_explicit(&peak_bytes, memory_order_relaxed);
+    while (live > peak && !atomic_compare_exchange_weak_explicit(&peak_bytes, &peak, live,
+                                                                 memory_order_relaxed,
+                                                                 memory_order_relaxed)) {
+    }
+}
+
+void tjc_count_header(void) { atomic_fetch_add_explicit(&n_headers, 1, memory_order_relaxed); }
+
+void tjc_alloc_counts_get(tjc_alloc_counts *out) {
+    out->storages = atomic_load(&n_storages);
+    out->headers = atomic_load(&n_headers);
+    out->live_bytes = atomic_load(&live_bytes);
+    out->peak_bytes = atomic_load(&peak_bytes);
+}
+
+void tjc_alloc_counts_reset_peak(void) { atomic_store(&peak_bytes, atomic_load(&live_bytes)); }
+
 tjc_storage *tjc_storage_new(size_t nbytes) {
     tjc_storage *s = malloc(sizeof *s);
     if (!s) return NULL;
@@ -132,6 +158,7 @@ tjc_storage *tjc_storage_new(size_t nbytes) {
     atomic_init(&s->refcount, 1);
     s->nbytes = nbytes;
     s->device = (tj_device){TJ_CPU, 0};
+    count_storage(nbytes);
     return s;
 }
 
@@ -149,11 +176,13 @@ tjc_storage *tjc_storage_new_on(tj_device device, size_t nbytes) {
     atomic_init(&s->refcount, 1);
     s->nbytes = nbytes;
     s->device = device;
+    count_storage(nbytes);
     return s;
 }
 
 void tjc_storage_release(tjc_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+    atomic_fetch_sub_explicit(&live_bytes, (long long)s->nbytes, memory_order_relaxed);
     if (s->device.type != TJ_CPU) {
         tjc_device_backend_of(s->device.type)->release(s->device.index, s->data);
         free(s);

@@ -1,5 +1,6 @@
 /* storage.h — allocation of CPU storage blocks (see storage.c for the cache of
- * large blocks). Internal to core/. */
+ * large blocks). Internal to core/, and to replay plans (interpreter/plan_run.c),
+ * which give arena and output buffers their storage directly. */
 #ifndef TJIT_CORE_STORAGE_H
 #define TJIT_CORE_STORAGE_H
 
@@ -13,5 +14,17 @@ tjc_storage *tjc_storage_new_on(tj_device device, size_t nbytes);
 void tjc_storage_release(tjc_storage *s);
 /* Frees every cached block. */
 void tjc_storage_cache_trim(void);
+
+/* Allocation counters, for the tests that prove steady-state replay
+ * allocation-free and for the benches' memory figures: storages made (host
+ * and device), tensor headers made, and the bytes of storage live now and at
+ * most since the last reset. */
+typedef struct tjc_alloc_counts {
+    long long storages, headers, live_bytes, peak_bytes;
+} tjc_alloc_counts;
+void tjc_alloc_counts_get(tjc_alloc_counts *out);
+void tjc_alloc_counts_reset_peak(void);
+/* Counts one tensor header (tensor.c calls it for each it makes). */
+void tjc_count_header(void);
 
 #endif

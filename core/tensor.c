@@ -69,6 +69,7 @@ static tj_tensor *alloc_on(const char *fn, tj_device device, const int64_t *size
                              b->device_count() == 1 ? "" : "s"), NULL;
     }
     tj_tensor *t = calloc(1, sizeof *t);
+    tjc_count_header();
     int64_t n = t ? tjc_contiguous_strides(sizes, ndim, t->strides) : 0;
     if (t) t->storage = tjc_storage_new_on(device, (size_t)n * tj_dtype_size(dtype));
     if (!t || !t->storage) {
@@ -102,6 +103,7 @@ tj_tensor *tjc_alloc_on(tj_device device, const int64_t *sizes, int ndim, tj_dty
 tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
                          int64_t offset) {
     tj_tensor *t = calloc(1, sizeof *t);
+    tjc_count_header();
     if (!t) {
         tjc_error(TJ_ERR_MEMORY, "out of memory creating a view");
         return NULL;

@@ -68,6 +68,18 @@ tjf_group *tjf_group_new(const tj_node *fusion_group, const tjf_backend *backend
 void tjf_group_free(tjf_group *g);
 /* Runs the group: outputs receive new references. */
 tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs);
+/* For a static plan, on inputs of fixed geometry (their data is not read):
+ * the sizes all of the group's outputs share, and the kernel for inputs like
+ * these (compiled now when new). Groups on devices without a fusion backend
+ * are refused (TJ_ERR_UNSUPPORTED). */
+tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
+                            const tjf_kernel **kernel);
+int tjf_group_num_outputs(const tjf_group *g);
+tj_dtype tjf_group_output_dtype(const tjf_group *g, int i);
+/* Runs a prepared kernel on inputs like the ones it was prepared for, into
+ * outputs the caller made (contiguous, of the prepared sizes and dtypes). */
+tj_status tjf_group_launch(const tjf_group *g, const tjf_kernel *k, tj_tensor *const *inputs,
+                           tj_tensor *const *outputs);
 /* How many kernels the group has compiled (for tests). */
 int tjf_group_num_kernels(const tjf_group *g);
 /* The name of the backend that compiles the group's kernels (for profiles). */

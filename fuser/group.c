@@ -253,6 +253,40 @@ static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_t
     return st;
 }
 
+tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
+                            const tjf_kernel **kernel) {
+    for (int i = 0; i < g->n_inputs; i++)
+        if (inputs[i]->storage->device.type != TJ_CPU)
+            return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
+                             "fusion backend run op by op, which is not planned");
+    enum { SMALL = 64 };
+    shape small[SMALL];
+    shape *sh = g->n_slots <= SMALL ? small : malloc(sizeof(shape) * (size_t)g->n_slots);
+    if (!sh) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    tj_status st = propagate(g, inputs, sh);
+    const shape *it = &sh[g->output_slot[0]];
+    for (int i = 0; st == TJ_OK && i < g->n_outputs; i++) {
+        const shape *s = &sh[g->output_slot[i]];
+        if (s->ndim != it->ndim || memcmp(s->sizes, it->sizes, sizeof(int64_t) * (size_t)s->ndim))
+            st = tjc_error(TJ_ERR_INTERNAL, "fusion group: outputs of different sizes");
+    }
+    if (st == TJ_OK) {
+        *ndim = it->ndim;
+        memcpy(sizes, it->sizes, sizeof(int64_t) * (size_t)it->ndim);
+        if (!(*kernel = kernel_for(g, inputs))) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    }
+    if (sh != small) free(sh);
+    return st;
+}
+
+int tjf_group_num_outputs(const tjf_group *g) { return g->n_outputs; }
+tj_dtype tjf_group_output_dtype(const tjf_group *g, int i) { return g->output_dtype[i]; }
+
+tj_status tjf_group_launch(const tjf_group *g, const tjf_kernel *k, tj_tensor *const *inputs,
+                           tj_tensor *const *outputs) {
+    return g->backend->launch(k, inputs, outputs);
+}
+
 tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
     for (int i = 0; i < g->n_inputs; i++)
         if (inputs[i]->storage->device.type != TJ_CPU) return run_op_by_op(g, inputs, outputs);

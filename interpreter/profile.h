@@ -63,6 +63,13 @@ static inline int64_t tji_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Whether replays of code are being recorded now. */
+static inline bool tji_profiling(const tji_code *code) {
+    tji_profile *p = atomic_load_explicit((_Atomic(tji_profile *) *)&code->profile,
+                                          memory_order_acquire);
+    return p && atomic_load_explicit(&p->on, memory_order_relaxed);
+}
+
 bool tji_profile_begin_slow(tji_profile *p, tji_profile_run *run);
 /* Whether this replay of code is recorded (then run is set up). */
 static inline bool tji_profile_begin(const tji_code *code, tji_profile_run *run) {

@@ -5,11 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "program.h"
 
 void tj_program_free(tj_program *p) {
     if (!p) return;
     tji_training_free(p);
+    for (int i = 0; i < atomic_load(&p->n_plans); i++) tji_plan_free(p->plans[i]);
+    pthread_mutex_destroy(&p->plan_lock);
+    free(p->plan_error);
     tji_code_free(&p->code);
     for (int i = 0; p->bound && i < p->n_graph_inputs; i++) tj_release(p->bound[i]);
     free(p->bound);
@@ -25,10 +29,93 @@ tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
     return tji_compile_plain(g, opts);
 }
 
+/* Adds the plan of the graph inputs in[] (the lock held); false when the
+ * program replays op by op instead. */
+static tji_plan *add_plan(tj_program *p, const tji_sig_entry *sig) {
+    if (p->plan_refused || p->opts.dynamic_replay || atomic_load(&p->n_plans) == TJI_MAX_PLANS)
+        return NULL;
+    tji_plan *plan = tji_plan_build(&p->code, sig);
+    if (!plan) {
+        /* a program whose code cannot be planned for one signature (a node on
+         * a device without planned kernels) cannot be for others either */
+        p->plan_refused = true;
+        free(p->plan_error);
+        p->plan_error = strdup(tj_last_error());
+        tj_clear_error(); /* replay goes on op by op: not an error of tj_run's caller */
+        return NULL;
+    }
+    int n = atomic_load(&p->n_plans);
+    p->plans[n] = plan;
+    atomic_store_explicit(&p->n_plans, n + 1, memory_order_release);
+    return plan;
+}
+
+/* Plans the traced signature at compile time, when the graph's input types
+ * give every input's geometry (parameters: their tensors'). */
+static void plan_traced_signature(tj_program *p) {
+    int n = p->code.n_inputs;
+    tji_sig_entry *sig = calloc((size_t)(n ? n : 1), sizeof *sig);
+    if (!sig) return;
+    bool complete = true;
+    for (int i = 0; i < n && complete; i++) {
+        if (p->bound[i]) {
+            tji_signature_of(&p->bound[i], 1, &sig[i]);
+            continue;
+        }
+        const tj_type *t = tj_value_type(tj_graph_input(p->graph, i));
+        complete = t->kind == TJ_TYPE_TENSOR && t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN &&
+                   t->device_type != TJ_UNKNOWN;
+        for (int d = 0; complete && d < t->ndim; d++)
+            complete = t->sizes[d] != TJ_UNKNOWN_DIM && t->strides[d] != TJ_UNKNOWN_DIM;
+        if (!complete) break;
+        tji_sig_entry *e = &sig[i];
+        e->present = true;
+        e->dtype = (tj_dtype)t->dtype;
+        e->device = (tj_device){(tj_device_type)t->device_type,
+                                t->device_type == TJ_CPU ? 0 : t->device_index};
+        e->ndim = t->ndim;
+        memcpy(e->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        memcpy(e->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    }
+    if (complete) {
+        pthread_mutex_lock(&p->plan_lock);
+        add_plan(p, sig);
+        pthread_mutex_unlock(&p->plan_lock);
+    }
+    free(sig);
+}
+
+/* The plan for the graph inputs in[], made when new; NULL: replay op by op. */
+static tji_plan *plan_for(const tj_program *cp, tj_tensor *const *in) {
+    tj_program *p = (tj_program *)cp; /* the plan cache is the program's own state */
+    int n = atomic_load_explicit(&p->n_plans, memory_order_acquire);
+    for (int i = 0; i < n; i++)
+        if (tji_plan_matches(p->plans[i], in)) return p->plans[i];
+    if (p->plan_refused || p->opts.dynamic_replay || n == TJI_MAX_PLANS) return NULL;
+    pthread_mutex_lock(&p->plan_lock);
+    tji_plan *plan = NULL;
+    n = atomic_load(&p->n_plans);
+    for (int i = 0; i < n && !plan; i++)
+        if (tji_plan_matches(p->plans[i], in)) plan = p->plans[i];
+    if (!plan) {
+        tji_sig_entry *sig = calloc((size_t)(p->code.n_inputs ? p->code.n_inputs : 1), sizeof *sig);
+        if (sig) {
+            tji_signature_of(in, p->code.n_inputs, sig);
+            for (int i = 0; i < p->code.n_inputs; i++)
+                if (p->code.input_regs[i] < 0) sig[i].present = false;
+            plan = add_plan(p, sig);
+            free(sig);
+        }
+    }
+    pthread_mutex_unlock(&p->plan_lock);
+    return plan;
+}
+
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts) {
     tj_program *p = calloc(1, sizeof *p);
     if (!p) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
     if (opts) p->opts = *opts;
+    pthread_mutex_init(&p->plan_lock, NULL);
     p->graph = tj_graph_clone(g, NULL);
     int n_inputs = p->graph ? tj_graph_num_inputs(p->graph) : 0;
     p->bound = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
@@ -62,6 +149,7 @@ tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts)
         tj_program_free(p);
         return NULL;
     }
+    plan_traced_signature(p);
     return p;
 }
 
@@ -102,6 +190,20 @@ static tj_status check_input(const tj_program *p, int k, const tj_tensor *t) {
                      same_rank ? "; retrace, or compile with allow_size_change" : "");
 }
 
+/* The register interpreter's replay (code.h): op by op, checking and
+ * allocating as it goes. Programs that cannot be planned, and profiled
+ * replays, take it. */
+static tj_status run_dynamic(const tj_program *p, tj_tensor *const *in, tj_tensor **all) {
+    enum { SMALL = 128 };
+    tj_tensor *frame_small[SMALL] = {0};
+    tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
+                                                : calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
+    if (!frame) return tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
+    tj_status st = tji_execute(&p->code, in, frame, all);
+    if (frame != frame_small) free(frame);
+    return st;
+}
+
 tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs) {
     if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_run: program is NULL");
     if ((p->n_user && !inputs) || (p->code.n_outputs && !outputs))
@@ -112,36 +214,37 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
         return tjc_error(TJ_ERR_UNSUPPORTED, "tj_run: cannot replay a program while tracing on "
                          "this thread (the trace would keep this run's results as parameters); "
                          "call the model function itself");
-    for (int k = 0; k < p->n_user; k++) {
-        tj_status st = check_input(p, k, inputs[k]);
-        if (st) return st;
-    }
     enum { SMALL = 128 };
-    tj_tensor *in_small[SMALL], *frame_small[SMALL] = {0};
-    int n_in = p->code.n_inputs;
+    tj_tensor *in_small[SMALL], *all_small[SMALL];
+    int n_in = p->code.n_inputs, n_all = p->code.n_outputs;
     tj_tensor **in = n_in <= SMALL ? in_small : malloc(sizeof(tj_tensor *) * (size_t)n_in);
-    tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
-                                                : calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
     /* a program that differentiates also returns the saved values: they go
      * to its tape for tj_backward, not to the caller */
-    tj_tensor **all = p->backward ? calloc((size_t)p->code.n_outputs, sizeof(tj_tensor *)) : outputs;
-    int n_user_out = p->backward ? p->n_user_outputs : p->code.n_outputs;
+    tj_tensor **all = !p->backward ? outputs
+                      : n_all <= SMALL ? all_small
+                                       : malloc(sizeof(tj_tensor *) * (size_t)n_all);
+    int n_user_out = p->backward ? p->n_user_outputs : n_all;
     tj_status st = TJ_OK;
-    if (!in || !frame || !all) {
+    if (!in || !all) {
         st = tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
     } else {
         for (int i = 0; i < n_in; i++) in[i] = p->bound[i];
         for (int k = 0; k < p->n_user; k++) in[p->user_input[k]] = inputs[k];
-        st = tji_execute(&p->code, in, frame, all);
+        /* the guard: inputs like the first plan's need no further check */
+        tji_plan *plan = atomic_load_explicit(&p->n_plans, memory_order_acquire) &&
+                                 tji_plan_matches(p->plans[0], in) ? p->plans[0] : NULL;
+        for (int k = 0; !plan && k < p->n_user && !st; k++) st = check_input(p, k, inputs[k]);
+        bool profiling = tji_profiling(&p->code);
+        if (!st && !plan && !profiling) plan = plan_for(p, in);
+        if (!st) st = plan && !profiling ? tji_plan_execute(plan, in, all) : run_dynamic(p, in, all);
         if (st == TJ_OK && p->backward) {
             for (int i = 0; i < n_user_out; i++) outputs[i] = all[i];
-            tji_tape_store((tj_program *)p, all + n_user_out, p->code.n_outputs - n_user_out);
+            tji_tape_store((tj_program *)p, all + n_user_out, n_all - n_user_out);
         }
         if (st == TJ_OK)
             for (int i = 0; i < n_user_out; i++) tjc_scope_track(outputs[i]);
     }
-    if (all != outputs) free(all);
+    if (all != outputs && all != all_small) free(all);
     if (in != in_small) free(in);
-    if (frame != frame_small) free(frame);
     return st;
 }

@@ -6,6 +6,9 @@
 #include <pthread.h>
 
 #include "code.h"
+#include "plan.h"
+
+enum { TJI_MAX_PLANS = 8 }; /* input signatures planned per program */
 
 struct tj_program {
     tj_graph *graph;   /* the copy the code points into */
@@ -15,6 +18,14 @@ struct tj_program {
     tj_tensor **bound; /* by graph input: the parameter, or NULL */
     int n_graph_inputs;
     tj_compile_options opts;
+
+    /* static plans by input signature (plan.h): appended, never removed
+     * before the program is freed, so replays read them without the lock */
+    pthread_mutex_t plan_lock;
+    tji_plan *plans[TJI_MAX_PLANS];
+    _Atomic int n_plans;
+    bool plan_refused;       /* a signature could not be planned: replay op by op */
+    char *plan_error;        /* why (for dumps) */
 
     /* gradients (training.c); backward is NULL for a plain program */
     struct tj_program *backward;

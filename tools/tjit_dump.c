@@ -2,7 +2,8 @@
  * inputs (or imports FILE.onnx) and prints the graph (with the tracer's warnings), its register code
  * or its Graphviz form; with --after, the graph after chosen passes of the
  * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
- * kernel of each fusion group (and --asm its assembly). */
+ * kernel of each fusion group (and --asm its assembly); with --plan, the
+ * static plan's memory (with --grad, the backward program's too). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,7 @@
 
 static int usage(void) {
     fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
-                    "                 [--passes LIST] [--grad] [--kernels [--asm]]\n"
+                    "                 [--passes LIST] [--grad] [--kernels [--asm]] [--plan]\n"
                     "  --grad               the forward graph extended for backward, and the\n"
                     "                       backward graph of the parameters' gradients\n"
                     "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
@@ -23,6 +24,9 @@ static int usage(void) {
                     "  --passes LIST        the pipeline (default \"%s\")\n"
                     "  --kernels            each fusion group's LLVM IR after optimisation\n"
                     "  --asm                with --kernels: its assembly too\n"
+                    "  --plan               the replay plan's memory: offset, bytes and live\n"
+                    "                       range of each value's buffer, the arena's size, and\n"
+                    "                       the peak against the sum of all intermediates\n"
                     "models: ", tj_default_pipeline());
     for (int i = 0; i < tjx_num_models(); i++)
         fprintf(stderr, "%s%s", i ? ", " : "", tjx_model_at(i)->name);
@@ -106,7 +110,8 @@ int tjit_cmd_dump(int argc, char **argv) {
         fprintf(stderr, "tjit dump: no model named '%s'\n", argv[1]);
         return usage();
     }
-    bool canonical = false, code = false, dot = false, grad = false, kernels = false, with_asm = false;
+    bool canonical = false, code = false, dot = false, grad = false, kernels = false, with_asm = false,
+         plan = false;
     const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
@@ -117,6 +122,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         else if (!strcmp(argv[i], "--kernels")) kernels = true;
         else if (!strcmp(argv[i], "--asm")) with_asm = true;
         else if (!strcmp(argv[i], "--grad")) grad = true;
+        else if (!strcmp(argv[i], "--plan")) plan = true;
         else {
             fprintf(stderr, "tjit dump: unknown option '%s'\n", argv[i]);
             return usage();
@@ -167,12 +173,18 @@ int tjit_cmd_dump(int argc, char **argv) {
         free(text);
     }
     if (kernels && !dump_kernels(g, passes, with_asm)) goto done;
-    if (code && !p) {
+    if ((code || plan) && !p) {
         tj_compile_options opts = {.passes = passes};
         p = tj_compile(g, &opts);
     }
     if (code) {
         char *c = p ? tj_program_code_to_string(p) : NULL;
+        if (!c) goto done;
+        printf("\n%s", c);
+        free(c);
+    }
+    if (plan) {
+        char *c = p ? tj_program_plan_to_string(p) : NULL;
         if (!c) goto done;
         printf("\n%s", c);
         free(c);

@@ -66,6 +66,11 @@ typedef struct tj_compile_options {
      * Either makes tj_compile derive the backward graph (docs/autodiff.md). */
     const bool *requires_grad;
     bool grad_parameters;
+    /* Replay op by op through the register interpreter, checking arguments
+     * and allocating every result as it goes, instead of through a static
+     * plan (docs/architecture.md). For comparison and debugging: off by
+     * default. */
+    bool dynamic_replay;
 } tj_compile_options;
 
 typedef struct tj_program tj_program;
@@ -82,6 +87,24 @@ int tj_program_num_inputs(const tj_program *p);  /* the unbound inputs */
 int tj_program_num_outputs(const tj_program *p);
 /* The register code, one instruction a line; malloc'd, free with free(). */
 char *tj_program_code_to_string(const tj_program *p);
+/* The static plan of the traced input signature (docs/architecture.md):
+ * what replay runs, and the memory it lives in. */
+typedef struct tj_plan_stats {
+    bool planned;               /* false: replay runs op by op (plan_error says why) */
+    int steps;                  /* kernel calls per replay (views take none) */
+    int buffers;                /* intermediates placed in the arena */
+    int reused;                 /* pointwise results written over their dead input */
+    int64_t arena_bytes;        /* one replay frame's arena */
+    int64_t intermediate_bytes; /* the intermediates' bytes, summed */
+    int64_t peak_live_bytes;    /* the most intermediate bytes live at one step */
+    int64_t output_bytes;       /* allocated per replay for the results */
+    const char *plan_error;     /* owned by the program; NULL when planned */
+} tj_plan_stats;
+tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out);
+/* The memory plan as text (with the backward program's, when there is one):
+ * offset, bytes and live range of every buffer, the arena size, and the peak
+ * against the sum of the intermediates. malloc'd. */
+char *tj_program_plan_to_string(const tj_program *p);
 /* The graph the program runs (owned by the program). */
 const tj_graph *tj_program_graph(const tj_program *p);
 

@@ -13,7 +13,8 @@ static int count_groups(tj_graph *g) {
     return n;
 }
 
-tj_program *tt_compile_with(tj_graph *g, bool fuse, const char *backend, int *groups) {
+static tj_program *compile_copy(tj_graph *g, bool fuse, const char *backend, int *groups,
+                                bool dynamic) {
     tj_graph *copy = tj_graph_clone(g, NULL);
     assert_non_null(copy);
     for (int i = 0; i < tj_graph_num_inputs(g); i++)
@@ -26,10 +27,15 @@ tj_program *tt_compile_with(tj_graph *g, bool fuse, const char *backend, int *gr
     tj_compile_options opts = {.allow_size_change = false};
     opts.passes = "";
     opts.backend = backend;
+    opts.dynamic_replay = dynamic;
     tj_program *p = tj_compile(copy, &opts);
     if (!p) fail_msg("compile: %s", tj_last_error());
     tj_graph_free(copy);
     return p;
+}
+
+tj_program *tt_compile_with(tj_graph *g, bool fuse, const char *backend, int *groups) {
+    return compile_copy(g, fuse, backend, groups, false);
 }
 
 void tt_assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed) {
@@ -170,24 +176,32 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     int before = c->groups;
     tj_program *plain = tt_compile_with(g, false, NULL, NULL);
     tj_program *fused = tt_compile_with(g, true, o->backend, &c->groups);
+    /* the register interpreter, op by op: the static plans of the other two
+     * must not change a bit */
+    tj_program *dynamic = compile_copy(g, false, NULL, NULL, true);
     c->cases++;
     c->fused_cases += c->groups > before;
     for (int layout = 0; layout < 2; layout++) {
         tj_tensor *args[6];
         for (int i = 0; i < n_in; i++)
             args[i] = layout ? restride(gen, in[i], pick(&s, 2)) : tj_retain(in[i]);
-        tj_tensor *a[2], *b[2];
+        tj_tensor *a[2], *b[2], *d[2];
         if (tj_run(plain, args, a) != TJ_OK) fail_msg("case %d: unfused: %s", seed, tj_last_error());
         if (tj_run(fused, args, b) != TJ_OK) fail_msg("case %d: fused: %s", seed, tj_last_error());
+        if (tj_run(dynamic, args, d) != TJ_OK) fail_msg("case %d: dynamic: %s", seed, tj_last_error());
         for (int out = 0; out < 2; out++) {
             tt_assert_identical(a[out], b[out], layout ? "strided inputs" : "contiguous inputs", seed);
+            tt_assert_identical(a[out], d[out], layout ? "planned vs dynamic replay, strided inputs"
+                                                       : "planned vs dynamic replay", seed);
             tj_release(a[out]);
             tj_release(b[out]);
+            tj_release(d[out]);
         }
         for (int i = 0; i < n_in; i++) tj_release(args[i]);
     }
     tj_program_free(plain);
     tj_program_free(fused);
+    tj_program_free(dynamic);
     tj_graph_free(g);
     for (int i = 0; i < n_in; i++) tj_release(in[i]);
 }
