@@ -37,6 +37,12 @@ tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype);
 /* A view of base's storage with the given geometry (offset in elements). */
 tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
                          int64_t offset);
+/* Fills *view (a header on the caller's stack) as a view of base's storage
+ * with the given geometry, taking no reference and allocating nothing: for
+ * kernels that need a strided window of an argument for the length of the
+ * call. Never released. */
+void tjc_view_on_stack(tj_tensor *view, const tj_tensor *base, const int64_t *sizes,
+                       const int64_t *strides, int ndim, int64_t offset);
 /* Contiguous strides for sizes; returns numel. */
 int64_t tjc_contiguous_strides(const int64_t *sizes, int ndim, int64_t *strides);
 int64_t tjc_numel(const int64_t *sizes, int ndim);

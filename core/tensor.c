@@ -121,6 +121,20 @@ tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *s
     return t;
 }
 
+void tjc_view_on_stack(tj_tensor *view, const tj_tensor *base, const int64_t *sizes,
+                       const int64_t *strides, int ndim, int64_t offset) {
+    memset(view, 0, sizeof *view);
+    atomic_init(&view->refcount, 1);
+    view->storage = base->storage;
+    view->offset = offset;
+    view->ndim = ndim;
+    view->dtype = base->dtype;
+    if (ndim) {
+        memcpy(view->sizes, sizes, (size_t)ndim * sizeof *sizes);
+        memcpy(view->strides, strides, (size_t)ndim * sizeof *strides);
+    }
+}
+
 tj_tensor *tj_retain(tj_tensor *t) {
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;

@@ -243,7 +243,7 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
                          c->op->name, (long long)ckk, (long long)(band * g.wo));
     }
     int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
-    tjcpu_blas_threads(threads > 1 ? 1 : 0);
+    tjcpu_blas_threads(0);
     tj_status first = TJ_OK;
     char *y = tjc_data_ptr(out);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
@@ -270,7 +270,6 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
             if (!first) first = s;
         }
     }
-    if (threads > 1) tjcpu_blas_threads(0);
     free(cols);
     tj_release(wown);
     return report(c->op->name, first, threads);
@@ -308,7 +307,7 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
                          c->op->name, (long long)ckk, (long long)(band * g.wo));
     }
     int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
-    tjcpu_blas_threads(threads > 1 ? 1 : 0);
+    tjcpu_blas_threads(0);
     tj_status first = TJ_OK;
     char *dxd = tjc_data_ptr(dx);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
@@ -338,7 +337,6 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
             if (!first) first = s;
         }
     }
-    if (threads > 1) tjcpu_blas_threads(0);
     free(cols);
     tj_release(gown);
     tj_release(wown);
@@ -383,7 +381,7 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
     }
     char *parts = scratch + col_bytes * (size_t)threads;
     int inner = threads > 1 ? 1 : tjcpu_threads_for(ckk * band * g.wo);
-    tjcpu_blas_threads(threads > 1 ? 1 : 0);
+    tjcpu_blas_threads(0);
     tj_status first = TJ_OK;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {

@@ -286,10 +286,15 @@ static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor
     }
     if (k->n_slots > 256) return tjc_error(TJ_ERR_UNSUPPORTED, "fused runner: group too large");
     launch_ctx L = {k, NULL, (size_t)(k->n_temps ? k->n_temps : 1) * BLOCK * sizeof(double)};
-    L.scratch = aligned_alloc(64, L.per_thread * (size_t)tj_get_num_threads());
+    /* the temporaries of a small group fit this stack frame: a replay of it
+     * allocates nothing */
+    enum { STACK_SCRATCH = 64 << 10 };
+    _Alignas(64) char stack_scratch[STACK_SCRATCH];
+    size_t need = L.per_thread * (size_t)tj_get_num_threads();
+    L.scratch = need <= STACK_SCRATCH ? stack_scratch : aligned_alloc(64, need);
     if (!L.scratch) return tjc_error(TJ_ERR_MEMORY, "fused runner: out of memory");
     tjcpu_iter(ops, k->n_operands + k->n_views, fused_loop, &L);
-    free(L.scratch);
+    if (L.scratch != stack_scratch) free(L.scratch);
     return TJ_OK;
 }
 

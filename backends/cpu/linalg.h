@@ -2,11 +2,14 @@
  * (defined in matmul.c), and control of OpenBLAS's threads. Prefix tjcpu_.
  *
  * Threads: tjit's thread count (tj_set_num_threads) governs BLAS too. A kernel
- * that calls BLAS from one thread first calls tjcpu_blas_threads(0), which
- * gives OpenBLAS tjit's count. A kernel that calls BLAS from inside its own
- * OpenMP loop calls tjcpu_blas_threads(1) before the loop, so that each loop
- * thread runs its GEMMs on its own instead of waking OpenBLAS's pool, and
- * tjcpu_blas_threads(0) after it.
+ * that calls BLAS first calls tjcpu_blas_threads(0), which gives OpenBLAS
+ * tjit's count when it differs. A kernel that calls BLAS from inside its own
+ * OpenMP loop needs nothing more: OpenBLAS's OpenMP build runs a call made
+ * inside an active parallel region on the calling thread alone. The count is
+ * never lowered around such a loop: it is one setting for the whole process,
+ * and another thread replaying at the same time would see its products run
+ * with the wrong count while OpenBLAS resizes its buffers under them (results
+ * came out corrupted that way).
  */
 #ifndef TJIT_CPU_LINALG_H
 #define TJIT_CPU_LINALG_H

@@ -203,7 +203,7 @@ static tj_status run_product(const tjc_mm_geom *g, tj_tensor *out, double alpha,
     int threads = tj_get_num_threads();
     if (threads > nb) threads = (int)nb;
     if (work >= ((int64_t)1 << 21) || nb * work < ((int64_t)1 << 16)) threads = 1;
-    tjcpu_blas_threads(threads > 1 ? 1 : 0);
+    tjcpu_blas_threads(0);
     tj_status first = TJ_OK;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
     for (int64_t bi = 0; bi < nb; bi++) {
@@ -222,7 +222,6 @@ static tj_status run_product(const tjc_mm_geom *g, tj_tensor *out, double alpha,
             if (!first) first = st;
         }
     }
-    if (threads > 1) tjcpu_blas_threads(0);
     /* a worker's message stays on its thread; say it again on the caller's */
     if (first && threads > 1)
         return tjc_error(first, "matmul: a batched product failed (%s)", tj_status_name(first));

@@ -203,15 +203,30 @@ tj_status tjcpu_pointwise(const tjc_call *c) {
         }
         ops[n_ops] = t;
     }
+    /* a *.Scalar form's number, as a 0-dim operand of the compute dtype on
+     * this stack frame: an op with a scalar allocates nothing */
+    union {
+        double f64;
+        float f32;
+        int64_t i64;
+        bool b;
+    } scalar_value;
+    tjc_storage scalar_storage;
+    tj_tensor scalar;
     if (scalar_form) {
-        tj_tensor *s = tjc_alloc(NULL, 0, TJ_F64);
-        if (!s) goto fail;
-        *(double *)tjc_data_ptr(s) = c->attr[0].f;
-        owned[n_ops] = tjcpu_to_contiguous(s, compute);
-        tj_release(s);
-        if (!owned[n_ops]) goto fail;
-        ops[n_ops] = owned[n_ops];
-        n_ops++;
+        double v = c->attr[0].f;
+        switch (compute) {
+        case TJ_F32: scalar_value.f32 = (float)v; break;
+        case TJ_F64: scalar_value.f64 = v; break;
+        case TJ_I64: scalar_value.i64 = (int64_t)v; break;
+        default: scalar_value.b = v != 0; break;
+        }
+        scalar_storage = (tjc_storage){.data = &scalar_value, .nbytes = sizeof scalar_value,
+                                       .device = {TJ_CPU, 0}};
+        atomic_init(&scalar_storage.refcount, 1);
+        tj_tensor base = {.storage = &scalar_storage, .dtype = compute};
+        tjc_view_on_stack(&scalar, &base, NULL, NULL, 0, 0);
+        ops[n_ops++] = &scalar;
     }
     if (out->dtype != result) { /* in-place into a narrower float dtype */
         owned[0] = tjc_alloc(out->sizes, out->ndim, result);

@@ -28,12 +28,9 @@ static tj_status place(tj_tensor *out, int dim, int64_t at, tj_tensor *src) {
     int64_t sizes[TJ_MAX_DIMS];
     memcpy(sizes, out->sizes, sizeof sizes);
     sizes[dim] = src->sizes[dim];
-    tj_tensor *v = tjc_make_view(out, sizes, out->strides, out->ndim,
-                                 out->offset + at * out->strides[dim]);
-    if (!v) return tj_last_status();
-    tj_status st = tjcpu_copy(v, src);
-    tj_release(v);
-    return st;
+    tj_tensor v;
+    tjc_view_on_stack(&v, out, sizes, out->strides, out->ndim, out->offset + at * out->strides[dim]);
+    return tjcpu_copy(&v, src);
 }
 
 /* reshape, flatten, contiguous: nothing to do when the rule chose a view;
@@ -44,11 +41,9 @@ tj_status tjcpu_reshape_copy(const tjc_call *c) {
     if (out->storage == in->storage) return TJ_OK;
     int64_t strides[TJ_MAX_DIMS];
     tjc_contiguous_strides(in->sizes, in->ndim, strides);
-    tj_tensor *v = tjc_make_view(out, in->sizes, strides, in->ndim, out->offset);
-    if (!v) return tj_last_status();
-    tj_status st = tjcpu_copy(v, in);
-    tj_release(v);
-    return st;
+    tj_tensor v;
+    tjc_view_on_stack(&v, out, in->sizes, strides, in->ndim, out->offset);
+    return tjcpu_copy(&v, in);
 }
 
 tj_status tjcpu_cat(const tjc_call *c) {
@@ -81,10 +76,9 @@ tj_status tjcpu_stack(const tjc_call *c) {
             strides[d] = added ? 1 : t->strides[k];
             k += !added;
         }
-        tj_tensor *u = tjc_make_view(t, sizes, strides, out->ndim, t->offset);
-        if (!u) return tj_last_status();
-        st = place(out, dim, i, u);
-        tj_release(u);
+        tj_tensor u;
+        tjc_view_on_stack(&u, t, sizes, strides, out->ndim, t->offset);
+        st = place(out, dim, i, &u);
     }
     return st;
 }

@@ -16,11 +16,9 @@ static void zero(tj_tensor *out) { /* fresh and contiguous; all-zero bytes are 0
 static tj_status place(tj_tensor *out, tj_tensor *grad, const int64_t *sizes,
                        const int64_t *strides, int ndim, int64_t offset) {
     if (tjc_numel(grad->sizes, grad->ndim) == 0) return TJ_OK;
-    tj_tensor *v = tjc_make_view(out, sizes, strides, ndim, offset);
-    if (!v) return tj_last_status();
-    tj_status st = tjcpu_copy(v, grad);
-    tj_release(v);
-    return st;
+    tj_tensor v;
+    tjc_view_on_stack(&v, out, sizes, strides, ndim, offset);
+    return tjcpu_copy(&v, grad);
 }
 
 tj_status tjcpu_select_backward(const tjc_call *c) {
