@@ -14,6 +14,15 @@
 
 #include "examples/models/models.h"
 
+/* The widest vector ISA of this CPU ("AVX-512", "AVX2", "baseline"): figures
+ * hold for the ISA they were measured on. */
+static inline const char *bench_isa(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "AVX-512";
+    if (__builtin_cpu_supports("avx2")) return "AVX2";
+    return "baseline x86-64";
+}
+
 static inline double bench_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -1,14 +1,16 @@
 /* overhead.c — per-op overhead, eager and replayed: a chain of 100 adds on
  * 1-element tensors (where an op's own work is a few nanoseconds, so the time
- * per op is tjit's overhead), and the LSTM cell at B=1, H=64; and what
- * tj_program_profile costs a replay while it records. Medians of many
- * repetitions after warm-up, measured in the same run. */
+ * per op is tjit's overhead), and the LSTM cell at B=1, H=64, forward and
+ * forward+backward. Replay runs through the static plan (interpreter/plan.h)
+ * and, beside it, through the register interpreter op by op (the replay
+ * before plans, kept as dynamic_replay). Medians of many repetitions after
+ * warm-up, measured in the same run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "examples/models/models.h"
 #include "bench_util.h"
+#include "examples/models/models.h"
 
 enum { CHAIN = 100 };
 
@@ -25,56 +27,85 @@ static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **ou
     return out[0] ? TJ_OK : tj_last_status();
 }
 
-typedef struct timing {
-    double eager, replay, fused, profiled; /* seconds per run */
-} timing;
+typedef enum mode {
+    EAGER,         /* the model function itself */
+    DYNAMIC,       /* no passes, op by op through the register interpreter */
+    PLANNED,       /* no passes, the static plan */
+    FUSED,         /* default pipeline, portable fusion backend, planned */
+    FUSED_LLVM,    /* default pipeline, LLVM, planned */
+    PROFILED,      /* no passes, recording every instruction */
+    TRAIN_DYNAMIC, /* forward + backward, LLVM, op by op */
+    TRAIN_PLANNED, /* forward + backward, LLVM, planned */
+    MODES
+} mode;
 
-enum { MODES = 4 };
+static const char *const mode_names[MODES] = {
+    "eager", "replay, op by op (dynamic_replay)", "replay, planned", "fused replay (portable)",
+    "fused replay (LLVM)", "profiled replay", "forward+backward (LLVM), op by op",
+    "forward+backward (LLVM), planned"};
 
-/* eager; replay with no passes (every node an interpreter instruction: the
- * per-op overhead); replay with the default pipeline (fused); the unfused
- * replay again, with profiling on */
-static timing measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n_out, int reps) {
+static tj_program *compile_for(const tj_graph *g, mode m) {
+    tj_compile_options o = {.passes = m == DYNAMIC || m == PLANNED || m == PROFILED ? "" : NULL,
+                            .backend = m == FUSED_LLVM || m >= TRAIN_DYNAMIC ? "llvm" : NULL,
+                            .dynamic_replay = m == DYNAMIC || m == TRAIN_DYNAMIC,
+                            .grad_parameters = m >= TRAIN_DYNAMIC};
+    tj_program *p = tj_compile(g, &o);
+    if (p && m == PROFILED && tj_program_profile(p, true) != TJ_OK) {
+        tj_program_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* Seconds per run for each mode (< 0: not available, e.g. LLVM not built). */
+static void measure(tj_model_fn fn, void *ctx, tj_tensor **in, int n_in, int n_out, int reps,
+                    bool train, double *secs) {
     tj_graph *g = tj_trace(fn, ctx, in, n_in, n_out, NULL);
-    tj_compile_options plain = {.passes = ""};
-    tj_program *ps[MODES - 1] = {g ? tj_compile(g, &plain) : NULL, g ? tj_compile(g, NULL) : NULL,
-                                 g ? tj_compile(g, &plain) : NULL};
-    if (!ps[0] || !ps[1] || !ps[2] || tj_program_profile(ps[2], true) != TJ_OK) {
+    if (!g) {
         fprintf(stderr, "overhead: %s\n", tj_last_error());
         exit(1);
     }
-    double *t[MODES];
-    for (int m = 0; m < MODES; m++) t[m] = malloc(sizeof(double) * (size_t)reps);
-    tj_tensor *out[4];
-    for (int mode = 0; mode < MODES; mode++)
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int m = 0; m < MODES; m++) {
+        secs[m] = -1;
+        if ((m >= TRAIN_DYNAMIC) != train && m != EAGER) continue;
+        if (m == EAGER && train) continue;
+        tj_program *p = m == EAGER ? NULL : compile_for(g, (mode)m);
+        if (m != EAGER && !p) {
+            tj_clear_error(); /* e.g. no LLVM in this build */
+            continue;
+        }
+        tj_tensor *out[4];
         for (int r = -reps / 10; r < reps; r++) {
             double t0 = bench_now();
-            tj_status st = mode ? tj_run(ps[mode - 1], in, out) : fn(ctx, in, n_in, out, n_out);
+            tj_status st = m == EAGER ? fn(ctx, in, n_in, out, n_out) : tj_run(p, in, out);
+            if (!st && m >= TRAIN_DYNAMIC) st = tj_backward(p, NULL, NULL);
             double dt = bench_now() - t0;
             if (st) {
-                fprintf(stderr, "overhead: %s\n", tj_last_error());
+                fprintf(stderr, "overhead: %s: %s\n", mode_names[m], tj_last_error());
                 exit(1);
             }
             for (int i = 0; i < n_out; i++) tj_release(out[i]);
-            if (r >= 0) t[mode][r] = dt;
+            if (r >= 0) t[r] = dt;
         }
-    timing res;
-    for (int m = 0; m < MODES; m++) qsort(t[m], (size_t)reps, sizeof(double), bench_cmp_double);
-    res.eager = t[0][reps / 2];
-    res.replay = t[1][reps / 2];
-    res.fused = t[2][reps / 2];
-    res.profiled = t[3][reps / 2];
-    for (int m = 0; m < MODES; m++) free(t[m]);
-    for (int m = 0; m < MODES - 1; m++) tj_program_free(ps[m]);
+        secs[m] = bench_median(t, reps);
+        tj_program_free(p);
+    }
+    free(t);
     tj_graph_free(g);
-    return res;
+}
+
+static void row(const char *workload, int ops, const double *secs, mode m) {
+    if (secs[m] < 0) return;
+    printf("| %s | %s | %.2f | %.0f |\n", workload, mode_names[m], secs[m] * 1e6, secs[m] * 1e9 / ops);
 }
 
 int main(void) {
     tj_generator *gen = tj_generator_new(1);
     int64_t one = 1;
     tj_tensor *chain_in[2] = {tj_randn(&one, 1, TJ_F32, gen), tj_randn(&one, 1, TJ_F32, gen)};
-    timing c = measure(chain, NULL, chain_in, 2, 1, 2000);
+    double c[MODES];
+    measure(chain, NULL, chain_in, 2, 1, 4000, false, c);
 
     void *cell = tjx_lstm_cell_create_sized(gen, (tjx_lstm_sizes){1, 64, 64, 1, 1});
     tj_tensor *cell_in[3];
@@ -85,23 +116,24 @@ int main(void) {
     tj_graph *g = tj_trace(tjx_lstm_cell.forward, cell, cell_in, 3, 2, NULL);
     int cell_ops = g ? tj_block_num_nodes(tj_graph_block(g)) : 1;
     tj_graph_free(g);
-    timing l = measure(tjx_lstm_cell.forward, cell, cell_in, 3, 2, 5000);
+    double l[MODES], lt[MODES];
+    measure(tjx_lstm_cell.forward, cell, cell_in, 3, 2, 5000, false, l);
+    measure(tjx_lstm_cell.forward, cell, cell_in, 3, 2, 3000, true, lt);
 
-    printf("per-op overhead (medians; %d threads)\n\n", tj_get_num_threads());
-    printf("| workload | ops | eager us/run | replay us/run | fused replay us/run | eager ns/op | "
-           "replay ns/op | replay/eager | profiled replay us/run |\n"
-           "|---|---|---|---|---|---|---|---|---|\n");
-    printf("| chain of %d adds, 1 element | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n",
-           CHAIN, CHAIN, c.eager * 1e6, c.replay * 1e6, c.fused * 1e6, c.eager * 1e9 / CHAIN,
-           c.replay * 1e9 / CHAIN, c.replay / c.eager, c.profiled * 1e6);
-    printf("| LSTM cell B=1 H=64 | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n", cell_ops,
-           l.eager * 1e6, l.replay * 1e6, l.fused * 1e6, l.eager * 1e9 / cell_ops,
-           l.replay * 1e9 / cell_ops, l.replay / l.eager, l.profiled * 1e6);
-    printf("\nReplay runs with no passes, one interpreter instruction per traced op. On\n"
-           "1-element tensors an add's arithmetic is a few ns, so the chain's replay ns/op is\n"
-           "tjit's overhead per op (dispatch, shape rule, output allocation, bookkeeping).\n"
-           "Fused replay runs the default pipeline (the adds become fusion groups).\n"
-           "Profiled replay is the unfused replay recording every instruction (tj_program_profile).\n");
+    printf("per-op overhead (medians; %d threads; %s)\n\n", tj_get_num_threads(), bench_isa());
+    printf("| workload | how | us/run | ns/op |\n|---|---|---|---|\n");
+    char label[64];
+    snprintf(label, sizeof label, "chain of %d adds, 1 element", CHAIN);
+    for (int m = EAGER; m <= PROFILED; m++) row(label, CHAIN, c, (mode)m);
+    snprintf(label, sizeof label, "LSTM cell B=1 H=64 (%d ops)", cell_ops);
+    for (int m = EAGER; m < MODES; m++) row(label, cell_ops, m >= TRAIN_DYNAMIC ? lt : l, (mode)m);
+    printf("\nTargets: planned replay of the chain <= 50 ns/op; the LSTM cell's fused forward\n"
+           "<= 3 us and its forward+backward <= 15 us.\n"
+           "The chain's ops are 1-element adds, whose arithmetic is a few ns: its ns/op is\n"
+           "tjit's overhead per op. Planned replay binds the inputs and runs prepared kernel\n"
+           "calls; op by op, replay re-checks arguments, runs each shape rule and allocates each\n"
+           "result. Profiled replay records every instruction (tj_program_profile) and runs op\n"
+           "by op.\n");
     for (int i = 0; i < 2; i++) tj_release(chain_in[i]);
     for (int i = 0; i < 3; i++) tj_release(cell_in[i]);
     tjx_lstm_cell.destroy(cell);

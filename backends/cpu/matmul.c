@@ -90,6 +90,52 @@ static void gemm_i64(int64_t m, int64_t n, int64_t k, int64_t alpha, tjcpu_mat a
     }
 }
 
+/* Small products run here rather than in BLAS: OpenBLAS threads a product
+ * as small as a 64 x 256 matrix-vector one, and waking its threads costs
+ * more than the product (an LSTM cell at batch 1 spent most of its time
+ * there). Operands contiguous along k give dot products in eight lanes;
+ * rows of B contiguous along n give row updates; anything else the plain
+ * loop. */
+enum { SMALL_GEMM = 1 << 16 }; /* m * n * k */
+
+#define DEFINE_SMALL_GEMM(name, T)                                                              \
+    static void name(int64_t m, int64_t n, int64_t k, T alpha, tjcpu_mat a, tjcpu_mat b, T beta, \
+                     T *c, int64_t ldc) {                                                       \
+        const T *ap = a.p, *bp = b.p;                                                           \
+        for (int64_t i = 0; i < m; i++) {                                                       \
+            T *row = c + i * ldc;                                                               \
+            const T *ai = ap + i * a.rs;                                                        \
+            if (a.cs == 1 && b.rs == 1) {                                                       \
+                for (int64_t j = 0; j < n; j++) {                                               \
+                    const T *bj = bp + j * b.cs;                                                \
+                    T acc[8] = {0};                                                             \
+                    int64_t p = 0;                                                              \
+                    for (; p + 8 <= k; p += 8)                                                  \
+                        for (int l = 0; l < 8; l++) acc[l] += ai[p + l] * bj[p + l];           \
+                    T sum = ((acc[0] + acc[4]) + (acc[1] + acc[5])) +                           \
+                            ((acc[2] + acc[6]) + (acc[3] + acc[7]));                            \
+                    for (; p < k; p++) sum += ai[p] * bj[p];                                    \
+                    row[j] = beta == 0 ? alpha * sum : alpha * sum + beta * row[j];             \
+                }                                                                               \
+            } else if (b.cs == 1) {                                                             \
+                for (int64_t j = 0; j < n; j++) row[j] = beta == 0 ? 0 : beta * row[j];        \
+                for (int64_t p = 0; p < k; p++) {                                               \
+                    T av = alpha * ai[p * a.cs];                                                \
+                    const T *bp_row = bp + p * b.rs;                                            \
+                    for (int64_t j = 0; j < n; j++) row[j] += av * bp_row[j];                   \
+                }                                                                               \
+            } else {                                                                            \
+                for (int64_t j = 0; j < n; j++) {                                               \
+                    T sum = 0;                                                                  \
+                    for (int64_t p = 0; p < k; p++) sum += ai[p * a.cs] * bp[p * b.rs + j * b.cs]; \
+                    row[j] = beta == 0 ? alpha * sum : alpha * sum + beta * row[j];             \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }
+DEFINE_SMALL_GEMM(small_gemm_f32, float)
+DEFINE_SMALL_GEMM(small_gemm_f64, double)
+
 tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha, tjcpu_mat a,
                      tjcpu_mat b, double beta, void *c, int64_t ldc) {
     if (m <= 0 || n <= 0) return TJ_OK;
@@ -104,6 +150,11 @@ tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha,
     if (m > INT_MAX || n > INT_MAX || k > INT_MAX || ldc > INT_MAX)
         return tjc_error(TJ_ERR_UNSUPPORTED, "gemm: sizes %lld x %lld x %lld exceed BLAS's int "
                          "range", (long long)m, (long long)n, (long long)k);
+    if (m * n * k <= SMALL_GEMM) {
+        if (dt == TJ_F32) small_gemm_f32(m, n, k, (float)alpha, a, b, (float)beta, c, ldc);
+        else small_gemm_f64(m, n, k, alpha, a, b, beta, c, ldc);
+        return TJ_OK;
+    }
     size_t es = tj_dtype_size(dt);
     bool f32 = dt == TJ_F32;
     void *own_a = NULL, *own_b = NULL;
