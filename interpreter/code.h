@@ -20,6 +20,13 @@
  *
  * Instructions point into the program's graph for their op, attributes and
  * constants, so the graph lives as long as the code.
+ *
+ * tji_execute is the op-by-op replay: it checks, runs the shape rule and
+ * allocates at every instruction. Replays normally run a static plan of this
+ * code instead (plan.h): the same instructions specialised once to an input
+ * signature, with their kernels, arguments and a memory plan prepared. The
+ * op-by-op replay remains for programs that cannot be planned, profiled
+ * replays, and tj_compile_options.dynamic_replay.
  */
 #ifndef TJIT_INTERPRETER_CODE_H
 #define TJIT_INTERPRETER_CODE_H
