@@ -156,6 +156,12 @@ static void fill_stats(const tj_program *p, tj_plan_stats *out) {
 tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out) {
     if (!p || !out) return tjc_error(TJ_ERR_ARG, "tj_program_plan_stats: NULL argument");
     fill_stats(p, out);
+    if (p->backward) {
+        tj_plan_stats b;
+        fill_stats(p->backward, &b);
+        out->backward_arena_bytes = b.arena_bytes;
+        out->backward_intermediate_bytes = b.intermediate_bytes;
+    }
     return TJ_OK;
 }
 

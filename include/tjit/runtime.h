@@ -98,6 +98,8 @@ typedef struct tj_plan_stats {
     int64_t intermediate_bytes; /* the intermediates' bytes, summed */
     int64_t peak_live_bytes;    /* the most intermediate bytes live at one step */
     int64_t output_bytes;       /* allocated per replay for the results */
+    /* a program with gradients: its backward program's arena and intermediates */
+    int64_t backward_arena_bytes, backward_intermediate_bytes;
     const char *plan_error;     /* owned by the program; NULL when planned */
 } tj_plan_stats;
 tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out);
