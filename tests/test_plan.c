@@ -227,7 +227,7 @@ typedef struct replayer {
     tj_program *p;
     tj_tensor *const *in;
     tj_tensor *expected;
-    int reps;
+    int reps, n_out;
     int mismatches;
 } replayer;
 
@@ -255,7 +255,7 @@ static void *replay_many(void *arg) {
         r->mismatches += !same;
         tt_ref_free(&a);
         tt_ref_free(&b);
-        tj_release(out[0]);
+        for (int o = 0; o < r->n_out; o++) tj_release(out[o]);
     }
     return NULL;
 }
@@ -276,7 +276,7 @@ static void four_threads_replay_one_program(void **state) {
         replayer r[4];
         pthread_t th[4];
         for (int t = 0; t < 4; t++) {
-            r[t] = (replayer){p, c.in, expected[0], 20, 0};
+            r[t] = (replayer){p, c.in, expected[0], 20, c.m->n_out, 0};
             assert_int_equal(pthread_create(&th[t], NULL, replay_many, &r[t]), 0);
         }
         for (int t = 0; t < 4; t++) {
