@@ -164,6 +164,11 @@ static tj_status hoist_chunks(tj_graph *g) {
 
 static const tj_type *group_type(const tj_node *c) { return tj_value_type(tj_node_output(c, 0)); }
 
+/* Nodes a member brings into a group (a group: its subgraph's). */
+static int member_size(const tj_node *n) {
+    return is_group(n) ? tj_block_num_nodes(tj_graph_block(tj_node_subgraph(n))) : 1;
+}
+
 /* Whether p can join consumer c (see the file comment). */
 static bool can_merge(const tj_node *p, const tj_node *c) {
     int64_t chunks;
@@ -171,6 +176,7 @@ static bool can_merge(const tj_node *p, const tj_node *c) {
     bool chunk = even_chunk(p, &chunks, &dim);
     if (!chunk && !fusible_node(p) && !is_group(p)) return false;
     if (!tj_node_is_before(p, c)) return false;
+    if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES) return false;
     for (int o = 0; o < tj_node_num_outputs(p); o++) {
         const tj_value *v = tj_node_output(p, o);
         for (int u = 0; u < tj_value_num_uses(v); u++) {
