@@ -180,11 +180,19 @@ tj_value *tj_graph_output(const tj_graph *g, int i) {
 
 /* ---- positions ------------------------------------------------------------------------
  * Each node in a block has a position; positions increase along the list, so
- * "a before b" is one comparison. An insertion takes the midpoint of its
- * neighbours; when they are adjacent the whole block is respaced, which is
- * rare enough that insertion stays O(1) amortised. */
+ * "a before b" is one comparison. Appending adds TJIR_POS_STEP; an insertion
+ * takes the midpoint of its neighbours. When they are adjacent, the nodes
+ * around the new one are spaced out again: a window of 2, 4, 8, ... nodes
+ * centred on it grows until the positions around the window leave every node
+ * of it at least TJIR_POS_MIN_GAP, and only that window is renumbered (the
+ * whole block only when it is crowded throughout). Repeated insertions at
+ * one place, which a pass placing each new node before the same node makes,
+ * then renumber a few nodes every ~log2(TJIR_POS_MIN_GAP) insertions instead
+ * of the whole block: insertion stays O(log n) amortised. */
 
-static void respace(tj_block *b) {
+#define TJIR_POS_MIN_GAP (INT64_C(1) << 20)
+
+static void respace_all(tj_block *b) {
     int64_t step = TJIR_POS_STEP;
     int64_t room = (TJIR_POS_MAX - TJIR_POS_MIN) / ((int64_t)b->n_nodes + 1);
     if (room < step) step = room;
@@ -192,8 +200,32 @@ static void respace(tj_block *b) {
     for (tj_node *n = b->first; n; n = n->next) n->pos = (p += step);
 }
 
+/* Spaces out the nodes around n, which has no room (see above). */
+static void respace_around(tj_node *n) {
+    tj_node *first = n, *last = n;
+    int64_t count = 1;
+    for (int64_t want = 2;; want *= 2) {
+        while (count < want && (first->prev || last->next)) {
+            if (first->prev && (count % 2 || !last->next)) first = first->prev;
+            else last = last->next;
+            count++;
+        }
+        int64_t lo = first->prev ? first->prev->pos : TJIR_POS_MIN;
+        int64_t hi = last->next ? last->next->pos : TJIR_POS_MAX;
+        int64_t gap = (hi - lo) / (count + 1);
+        if (gap >= TJIR_POS_MIN_GAP) {
+            int64_t p = lo;
+            for (tj_node *m = first;; m = m->next) {
+                m->pos = (p += gap);
+                if (m == last) return;
+            }
+        }
+        if (!first->prev && !last->next) break;
+    }
+    respace_all(n->block);
+}
+
 static void assign_pos(tj_node *n) {
-    tj_block *b = n->block;
     int64_t lo = n->prev ? n->prev->pos : TJIR_POS_MIN;
     int64_t hi = n->next ? n->next->pos : TJIR_POS_MAX;
     if (!n->next && lo <= TJIR_POS_MAX - TJIR_POS_STEP) { /* appending: the common case */
@@ -204,7 +236,7 @@ static void assign_pos(tj_node *n) {
         n->pos = lo + (hi - lo) / 2;
         return;
     }
-    respace(b);
+    respace_around(n);
 }
 
 static tj_status check_placement(const char *fn, tj_node *n, tj_node *pos, bool before) {
