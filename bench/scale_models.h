@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "tjit/runtime.h"
+#include "tjit/tjit.h"
 
 enum { SCALE_WIDE_INPUTS = 1000, SCALE_ELEMS = 8 };
 
