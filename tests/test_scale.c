@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <cmocka.h>
@@ -111,11 +112,41 @@ static void wide_graph_gradients(void **state) {
     tj_generator_free(gen);
 }
 
+/* Naming n values alike gives x, x.1, x.2, ... in O(n) (the graph remembers
+ * the suffixes taken), and a freed suffix is the first one given again. */
+static void many_values_of_one_name(void **state) {
+    (void)state;
+    enum { N = 50000 };
+    tj_graph *g = tj_graph_new();
+    tj_value **v = malloc(sizeof *v * N);
+    assert_non_null(v);
+    char want[32];
+    for (int i = 0; i < N; i++) {
+        v[i] = tj_graph_add_input(g, NULL, "x");
+        assert_non_null(v[i]);
+        if (i) snprintf(want, sizeof want, "x.%d", i);
+        assert_string_equal(tj_value_name(v[i]), i ? want : "x");
+    }
+    assert_int_equal(tj_value_set_name(v[7], NULL), TJ_OK);
+    assert_int_equal(tj_value_set_name(v[3], NULL), TJ_OK);
+    tj_value *a = tj_graph_add_input(g, NULL, "x"), *b = tj_graph_add_input(g, NULL, "x.9");
+    tj_value *c = tj_graph_add_input(g, NULL, "x"), *d = tj_graph_add_input(g, NULL, "x");
+    assert_string_equal(tj_value_name(a), "x.3");
+    assert_string_equal(tj_value_name(b), "x.7");
+    snprintf(want, sizeof want, "x.%d", N);
+    assert_string_equal(tj_value_name(c), want);
+    snprintf(want, sizeof want, "x.%d", N + 1);
+    assert_string_equal(tj_value_name(d), want);
+    free(v);
+    tj_graph_free(g);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(relu_chain_of_200k_nodes),
         cmocka_unit_test(wide_graph_of_200k_nodes_over_1000_inputs),
         cmocka_unit_test(wide_graph_gradients),
+        cmocka_unit_test(many_values_of_one_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
