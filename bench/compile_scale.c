@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
         {"wide, grad", true, true, NULL, max},
 #ifdef TJIT_HAVE_LLVM
         {"relu chain, llvm", false, false, "llvm", max},
-        /* LLVM compiles each distinct group (~60 ms for 64 nodes with tanh): 10k nodes take ~25 s */
+        /* LLVM compiles each distinct group (~160 ms for 64 nodes with tanh): 10k nodes take ~25 s */
         {"wide, llvm", true, false, "llvm", max < 10000 ? max : 10000},
 #endif
     };
