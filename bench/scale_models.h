@@ -133,8 +133,9 @@ static inline bool scale_wide_reference(int64_t n, const float *const *in, int e
 static inline bool scale_wide_inputs(tj_tensor **in, tj_generator *gen) {
     int64_t size = SCALE_ELEMS;
     for (int i = 0; i < SCALE_WIDE_INPUTS; i++) {
-        tj_tensor *u = tj_rand(&size, 1, TJ_F32, gen);
-        in[i] = u ? tj_add_scalar(tj_mul_scalar(u, 2.0), -1.0, 1.0) : NULL;
+        tj_tensor *u = tj_rand(&size, 1, TJ_F32, gen), *u2 = u ? tj_mul_scalar(u, 2.0) : NULL;
+        in[i] = u2 ? tj_add_scalar(u2, -1.0, 1.0) : NULL;
+        tj_release(u2);
         tj_release(u);
         if (!in[i]) return false;
     }
