@@ -8,6 +8,7 @@
 
 #include <omp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -63,6 +64,14 @@ static inline double bench_copy_time(int64_t n, int reps, int threads, double *b
     free(src);
     free(dst);
     return m;
+}
+
+/* Prints the "CPU features in use" line of tj_build_info (AVX2, AVX-512, ...),
+ * so that a table names the instruction set its figures were measured with. */
+static inline void bench_print_isa(void) {
+    const char *info = tj_build_info(), *line = strstr(info, "CPU features in use:");
+    if (!line) return;
+    printf("%.*s\n", (int)strcspn(line, "\n"), line);
 }
 
 /* y = tanh(x*a + b) * sigmoid(x) + 1, the pointwise chain */

@@ -164,6 +164,11 @@ static tj_status hoist_chunks(tj_graph *g) {
 
 static const tj_type *group_type(const tj_node *c) { return tj_value_type(tj_node_output(c, 0)); }
 
+/* Nodes a member brings into a group (a group: its subgraph's). */
+static int member_size(const tj_node *n) {
+    return is_group(n) ? tj_block_num_nodes(tj_graph_block(tj_node_subgraph(n))) : 1;
+}
+
 /* Whether p can join consumer c (see the file comment). */
 static bool can_merge(const tj_node *p, const tj_node *c) {
     int64_t chunks;
@@ -171,6 +176,7 @@ static bool can_merge(const tj_node *p, const tj_node *c) {
     bool chunk = even_chunk(p, &chunks, &dim);
     if (!chunk && !fusible_node(p) && !is_group(p)) return false;
     if (!tj_node_is_before(p, c)) return false;
+    if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES) return false;
     for (int o = 0; o < tj_node_num_outputs(p); o++) {
         const tj_value *v = tj_node_output(p, o);
         for (int u = 0; u < tj_value_num_uses(v); u++) {
@@ -285,6 +291,70 @@ static tj_node *merge(tj_graph *g, tj_node *p, tj_node *c, tj_status *st) {
     return grp;
 }
 
+/* Moves the single fusible node p into group c (p before c) in place: p's
+ * copy goes first in c's subgraph, p's outside inputs join c's inputs, and
+ * p's output becomes a group output when read after c. Costs O(p's inputs
+ * and uses + c's operands), not a copy of the whole group, so growing a group
+ * node by node stays linear. false (the graph unchanged) when the operands
+ * would exceed the limit. */
+static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
+    tj_graph *sub = tj_node_subgraph(c);
+    tj_block *b = tj_graph_block(sub);
+    tj_value *out = tj_node_output(p, 0);
+    int n_in = tj_node_num_inputs(p), n_c_in = tj_node_num_inputs(c), n_new = 0, n_read = 0;
+    int slot[3];
+    for (int i = 0; i < n_in; i++) {
+        tj_value *v = tj_node_input(p, i);
+        slot[i] = -1;
+        for (int j = 0; j < n_c_in && slot[i] < 0; j++)
+            if (tj_node_input(c, j) == v) slot[i] = j;
+        for (int k = 0; k < i && slot[i] < 0; k++)
+            if (tj_node_input(p, k) == v) slot[i] = slot[k]; /* add(x, x) */
+        if (slot[i] < 0) slot[i] = n_c_in + n_new++;
+    }
+    bool outside = false;
+    for (int u = 0; u < tj_value_num_uses(out); u++) {
+        if (tj_value_use(out, u).user == c) n_read++;
+        else outside = true;
+    }
+    if (n_c_in + n_new - 1 + tj_node_num_outputs(c) + (outside ? 1 : 0) > MAX_OPERANDS ||
+        n_read != 1)
+        return false;
+    tj_value *ins[3];
+    for (int i = 0; i < n_in && *st == TJ_OK; i++) {
+        tj_value *v = tj_node_input(p, i);
+        if (slot[i] >= tj_node_num_inputs(c) &&
+            (!tj_graph_add_input(sub, tj_value_type(v), NULL) || tj_node_add_input(c, v) != TJ_OK))
+            *st = tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+        ins[i] = tj_block_input(b, slot[i]);
+    }
+    tj_node *copy = *st ? NULL
+                        : tj_node_create_op(sub, tj_node_op(p), ins, n_in, tj_node_attrs(p),
+                                            tj_node_num_attrs(p), 1);
+    tj_node *front = tj_block_first(b);
+    if (!copy || (front ? tj_node_insert_before(copy, front) : tj_block_append(b, copy)) != TJ_OK) {
+        if (*st == TJ_OK) *st = tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+        return false;
+    }
+    tj_value *inner_out = tj_node_output(copy, 0);
+    tj_value_set_type(inner_out, tj_value_type(out));
+    int j = 0;
+    while (tj_node_input(c, j) != out) j++;
+    tj_value_replace_uses(tj_block_input(b, j), inner_out);
+    if ((*st = tj_block_remove_input(b, j)) || (*st = tj_node_remove_input(c, j))) return false;
+    if (outside) {
+        tj_value *go;
+        if ((*st = tj_graph_add_output(sub, inner_out)) ||
+            !(go = tj_node_add_output(c, tj_value_type(out)))) {
+            if (*st == TJ_OK) *st = tj_last_status();
+            return false;
+        }
+        tj_value_replace_uses(out, go);
+    }
+    *st = tj_node_destroy(p);
+    return *st == TJ_OK;
+}
+
 tj_status tj_pass_fuse(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "tj_pass_fuse: graph is NULL");
     tj_status st = hoist_chunks(g);
@@ -300,6 +370,13 @@ tj_status tj_pass_fuse(tj_graph *g) {
                 tj_node *p = tj_value_node(tj_node_input(n, i));
                 tj_node_kind k = tj_node_kind_of(p);
                 if (k == TJ_NODE_PARAM || !can_merge(p, n)) continue;
+                if (is_group(n) && fusible_node(p)) {
+                    if (absorb(p, n, &st)) {
+                        i = -1;
+                        changed = true;
+                    }
+                    continue;
+                }
                 tj_node *grp = merge(g, p, n, &st);
                 if (!grp) continue;
                 n = grp;

@@ -18,6 +18,9 @@
 #include "tjit/ir.h"
 
 #define TJF_MAX_ARGS 64 /* group inputs plus outputs; the fuser keeps groups within it */
+/* Nodes of one group's subgraph at most: a long chain becomes several groups,
+ * each a kernel a backend compiles quickly, whose temporaries stay in cache. */
+#define TJF_MAX_GROUP_NODES 64
 
 /* How an input is laid out, as far as a kernel cares. */
 typedef enum tjf_layout {

@@ -39,6 +39,7 @@ tj_graph *tj_graph_new(void) {
         return NULL;
     }
     tjir_map_init(&g->names, true);
+    tjir_map_init(&g->suffixes, true);
     g->block.graph = g;
     g->block.param = tjir_node_new(g, TJ_NODE_PARAM, 0);
     g->block.ret = tjir_node_new(g, TJ_NODE_RETURN, 0);
@@ -68,6 +69,7 @@ void tj_graph_free(tj_graph *g) {
         if (!n->destroyed) tjir_release_node(n);
     tjir_meta_free(g);
     tjir_map_clear(&g->names);
+    tjir_map_clear(&g->suffixes);
     tjir_arena_free(&g->arena);
     free(g);
 }
@@ -84,8 +86,11 @@ bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index) {
     return true;
 }
 
+/* From the end: a node being destroyed is usually its inputs' latest user
+ * (passes remove nodes walking backwards), so this finds it in O(1) instead
+ * of scanning a long use list. */
 void tjir_drop_use(tj_value *v, tj_node *user, int index) {
-    for (int i = 0; i < v->n_uses; i++)
+    for (int i = v->n_uses - 1; i >= 0; i--)
         if (v->uses[i].user == user && v->uses[i].index == index) {
             memmove(&v->uses[i], &v->uses[i + 1], sizeof(tj_use) * (size_t)(v->n_uses - i - 1));
             v->n_uses--;
@@ -180,11 +185,19 @@ tj_value *tj_graph_output(const tj_graph *g, int i) {
 
 /* ---- positions ------------------------------------------------------------------------
  * Each node in a block has a position; positions increase along the list, so
- * "a before b" is one comparison. An insertion takes the midpoint of its
- * neighbours; when they are adjacent the whole block is respaced, which is
- * rare enough that insertion stays O(1) amortised. */
+ * "a before b" is one comparison. Appending adds TJIR_POS_STEP; an insertion
+ * takes the midpoint of its neighbours. When they are adjacent, the nodes
+ * around the new one are spaced out again: a window of 2, 4, 8, ... nodes
+ * centred on it grows until the positions around the window leave every node
+ * of it at least TJIR_POS_MIN_GAP, and only that window is renumbered (the
+ * whole block only when it is crowded throughout). Repeated insertions at
+ * one place, which a pass placing each new node before the same node makes,
+ * then renumber a few nodes every ~log2(TJIR_POS_MIN_GAP) insertions instead
+ * of the whole block: insertion stays O(log n) amortised. */
 
-static void respace(tj_block *b) {
+#define TJIR_POS_MIN_GAP (INT64_C(1) << 20)
+
+static void respace_all(tj_block *b) {
     int64_t step = TJIR_POS_STEP;
     int64_t room = (TJIR_POS_MAX - TJIR_POS_MIN) / ((int64_t)b->n_nodes + 1);
     if (room < step) step = room;
@@ -192,8 +205,32 @@ static void respace(tj_block *b) {
     for (tj_node *n = b->first; n; n = n->next) n->pos = (p += step);
 }
 
+/* Spaces out the nodes around n, which has no room (see above). */
+static void respace_around(tj_node *n) {
+    tj_node *first = n, *last = n;
+    int64_t count = 1;
+    for (int64_t want = 2;; want *= 2) {
+        while (count < want && (first->prev || last->next)) {
+            if (first->prev && (count % 2 || !last->next)) first = first->prev;
+            else last = last->next;
+            count++;
+        }
+        int64_t lo = first->prev ? first->prev->pos : TJIR_POS_MIN;
+        int64_t hi = last->next ? last->next->pos : TJIR_POS_MAX;
+        int64_t gap = (hi - lo) / (count + 1);
+        if (gap >= TJIR_POS_MIN_GAP) {
+            int64_t p = lo;
+            for (tj_node *m = first;; m = m->next) {
+                m->pos = (p += gap);
+                if (m == last) return;
+            }
+        }
+        if (!first->prev && !last->next) break;
+    }
+    respace_all(n->block);
+}
+
 static void assign_pos(tj_node *n) {
-    tj_block *b = n->block;
     int64_t lo = n->prev ? n->prev->pos : TJIR_POS_MIN;
     int64_t hi = n->next ? n->next->pos : TJIR_POS_MAX;
     if (!n->next && lo <= TJIR_POS_MAX - TJIR_POS_STEP) { /* appending: the common case */
@@ -204,7 +241,7 @@ static void assign_pos(tj_node *n) {
         n->pos = lo + (hi - lo) / 2;
         return;
     }
-    respace(b);
+    respace_around(n);
 }
 
 static tj_status check_placement(const char *fn, tj_node *n, tj_node *pos, bool before) {
@@ -419,6 +456,43 @@ tj_use tj_value_use(const tj_value *v, int i) {
     return v->uses[i];
 }
 
+/* ---- names: suffix counters --------------------------------------------------------------
+ * A taken name x becomes the first free of x.1, x.2, ... The graph remembers
+ * per base the k for which x.1 ... x.k are all taken, so the n-th copy of a
+ * name costs O(1) lookups, not n. Freeing x.j with j <= k lowers k to j - 1. */
+
+static int64_t suffix_count(tj_graph *g, const char *base) {
+    return (int64_t)(intptr_t)tjir_map_get(&g->suffixes, base) - 1; /* -1: none recorded */
+}
+
+static void set_suffix_count(tj_graph *g, const char *base, int64_t k) {
+    /* an existing entry keeps its key; a new one needs a copy that lives with the graph */
+    const char *key = tjir_map_get(&g->suffixes, base) ? base : tjir_strdup(&g->arena, base);
+    if (key) tjir_map_put(&g->suffixes, key, (void *)(intptr_t)(k + 1)); /* a hint: failure is harmless */
+}
+
+/* A name x.j leaving the graph: x.1 ... x.(j-1) may be all that stays taken. */
+static void name_released(tj_graph *g, const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot || dot == name || dot[1] < '1' || dot[1] > '9' || strspn(dot + 1, "0123456789") != strlen(dot + 1) ||
+        strlen(dot + 1) > 15)
+        return;
+    char base[4200];
+    size_t n = (size_t)(dot - name);
+    if (n >= sizeof base) return;
+    memcpy(base, name, n);
+    base[n] = '\0';
+    int64_t j = strtoll(dot + 1, NULL, 10), k = suffix_count(g, base);
+    if (k >= j) set_suffix_count(g, base, j - 1);
+}
+
+static void forget_name(tj_graph *g, tj_value *v) {
+    if (!v->name) return;
+    tjir_map_del(&g->names, v->name);
+    name_released(g, v->name);
+    v->name = NULL;
+}
+
 bool tjir_claim_name(tj_value *v, const char *name) {
     tj_graph *g = v->node->graph;
     tj_value *holder = tjir_map_get(&g->names, name);
@@ -426,7 +500,7 @@ bool tjir_claim_name(tj_value *v, const char *name) {
     if (holder) return false;
     const char *copy = tjir_strdup(&g->arena, name);
     if (!copy || !tjir_map_put(&g->names, copy, v)) return false;
-    if (v->name) tjir_map_del(&g->names, v->name);
+    forget_name(g, v);
     v->name = copy;
     return true;
 }
@@ -435,8 +509,7 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
     if (!v) return tjc_error(TJ_ERR_ARG, "tj_value_set_name: the value is NULL");
     tj_graph *g = v->node->graph;
     if (!name || !*name) {
-        if (v->name) tjir_map_del(&g->names, v->name);
-        v->name = NULL;
+        forget_name(g, v);
         return TJ_OK;
     }
     size_t n = strlen(name);
@@ -463,12 +536,21 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
     while (dot > 0 && clean[dot - 1] >= '0' && clean[dot - 1] <= '9') dot--;
     if (dot > 1 && dot < k && clean[dot - 1] == '.') base = dot - 1;
     tj_status st = TJ_OK;
-    for (long suffix = 1; !tjir_claim_name(v, clean); suffix++) {
+    long suffix = 0; /* 0: the name as given */
+    while (!tjir_claim_name(v, clean)) {
         if (tjir_map_get(&g->names, clean) == NULL) { /* failed for lack of memory */
             st = tjc_error(TJ_ERR_MEMORY, "tj_value_set_name: out of memory");
             break;
         }
-        snprintf(clean + base, 24, ".%ld", suffix);
+        clean[base] = '\0';
+        int64_t known = suffix_count(g, clean);
+        if (suffix == 0) suffix = known > 0 ? (long)known : 0; /* x.1 ... x.known are taken */
+        else if (known < suffix) set_suffix_count(g, clean, suffix); /* and so is x.suffix */
+        snprintf(clean + base, 24, ".%ld", ++suffix);
+    }
+    if (st == TJ_OK && suffix > 0) {
+        clean[base] = '\0';
+        if (suffix_count(g, clean) == suffix - 1) set_suffix_count(g, clean, suffix);
     }
     free(clean);
     return st;

@@ -96,6 +96,9 @@ struct tj_graph {
     tj_node *all_nodes;
     int next_value_id, next_node_id;
     tjir_map names; /* name -> value */
+    /* base name -> k + 1 where base.1 ... base.k are all taken (graph.c),
+     * so uniquing a name does not retry every suffix from 1 */
+    tjir_map suffixes;
     struct tjir_meta *meta; /* bound inputs and trace warnings (meta.c); NULL when none */
 };
 

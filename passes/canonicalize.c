@@ -44,6 +44,7 @@ typedef struct canon {
     tjc_ptrmap pos;     /* node -> position + 1 */
     tjc_ptrmap hash;    /* value -> its hash (stored as a pointer-sized integer) */
     ints *after;        /* by position: positions of nodes it must follow besides its inputs */
+    bool *effect;       /* by position: tjp_has_effect, asked once (a group's walks its subgraph) */
     tjp_alias al;
     bool oom;
 } canon;
@@ -94,7 +95,7 @@ static void hash_nodes(canon *c) {
             for (int i = 0; i < ni; i++) h = tjp_hash_u64(h, value_hash(c, tj_node_input(n, i)));
         }
         h = tjp_hash_attrs(h, n);
-        if (tjp_has_effect(n)) h = tjp_hash_u64(h, ++effects);
+        if (c->effect[k]) h = tjp_hash_u64(h, ++effects);
         for (int i = 0; i < tj_node_num_outputs(n); i++)
             set_hash(c, tj_node_output(n, i), tjp_hash_u64(h, (uint64_t)i));
     }
@@ -122,7 +123,7 @@ static void effect_order(canon *c) {
     int last_effect = -1;
     for (int p = 0; p < c->n; p++) {
         tj_node *n = c->node[p];
-        if (tjp_has_effect(n)) {
+        if (c->effect[p]) {
             must_follow(c, p, last_effect);
             last_effect = p;
         }
@@ -194,7 +195,7 @@ static tj_status reorder(canon *c) {
     for (int i = 0; i < tj_block_num_outputs(b); i++)
         visit(c, pos_of(c, tj_value_node(tj_block_output(b, i))), state, order, &n_order, stack);
     for (int p = 0; p < c->n; p++)
-        if (tjp_has_effect(c->node[p])) visit(c, p, state, order, &n_order, stack);
+        if (c->effect[p]) visit(c, p, state, order, &n_order, stack);
     for (int p = 0; p < c->n; p++) visit(c, p, state, order, &n_order, stack);
     tj_node *ret = tj_block_return(b);
     for (int k = 0; k < n_order && !st; k++) st = tj_node_move_before(c->node[order[k]], ret);
@@ -214,10 +215,12 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     tjc_ptrmap_init(&c.hash);
     c.node = malloc(sizeof *c.node * ((size_t)c.n + 1));
     c.after = calloc((size_t)c.n + 1, sizeof *c.after);
-    if (!c.node || !c.after) c.oom = true;
+    c.effect = malloc(sizeof *c.effect * ((size_t)c.n + 1));
+    if (!c.node || !c.after || !c.effect) c.oom = true;
     int p = 0;
     for (tj_node *n = tj_block_first(tj_graph_block(g)); n && !c.oom; n = tj_node_next(n), p++) {
         c.node[p] = n;
+        c.effect[p] = tjp_has_effect(n);
         if (!tjc_ptrmap_put(&c.pos, n, (void *)(intptr_t)(p + 1))) c.oom = true;
     }
     if (!c.oom) hash_nodes(&c);
@@ -229,6 +232,7 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     if (c.oom && !st) st = tjc_error(TJ_ERR_MEMORY, "canonicalize: out of memory");
     for (int k = 0; c.after && k < c.n; k++) free(c.after[k].v);
     free(c.after);
+    free(c.effect);
     free(c.node);
     tjc_ptrmap_free(&c.pos);
     tjc_ptrmap_free(&c.hash);
