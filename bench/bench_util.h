@@ -69,6 +69,7 @@ static inline double bench_copy_time(int64_t n, int reps, int threads, double *b
 /* Prints the "CPU features in use" line of tj_build_info (AVX2, AVX-512, ...),
  * so that a table names the instruction set its figures were measured with. */
 static inline void bench_print_isa(void) {
+    printf("ISA: %s\n", bench_isa());
     const char *info = tj_build_info(), *line = strstr(info, "CPU features in use:");
     if (!line) return;
     printf("%.*s\n", (int)strcspn(line, "\n"), line);
