@@ -206,8 +206,13 @@ typedef struct tjc_prepared {
 tj_status tjc_prepare_call(const tj_op_info *op, tj_tensor *const *in, int n_in,
                            const tj_attr *attrs, tjc_prepared *out);
 
-/* Op nesting depth on this thread: 0 while user code runs. */
+/* Op nesting depth on this thread: 0 while user code runs. A replay that
+ * calls kernels itself brackets them with enter/leave, as the dispatcher
+ * does, so that ops a kernel calls through the public API are neither traced
+ * nor handed to the user's scope. */
 int tjc_op_depth(void);
+void tjc_op_enter(void);
+void tjc_op_leave(void);
 const tj_record_hook *tjc_record_hook(void);
 
 /* ---- devices ---------------------------------------------------------------

@@ -131,6 +131,8 @@ static _Thread_local int op_depth;
 static _Thread_local const tj_record_hook *record_hook;
 
 int tjc_op_depth(void) { return op_depth; }
+void tjc_op_enter(void) { op_depth++; }
+void tjc_op_leave(void) { op_depth--; }
 const tj_record_hook *tjc_record_hook(void) { return record_hook; }
 
 const tj_record_hook *tj_set_record_hook(const tj_record_hook *hook) {

@@ -174,12 +174,14 @@ tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **output
         int s = P->external_bound[i];
         F->tensors[s].storage = F->external[P->slots[s].index];
     }
+    tjc_op_enter();
     for (int k = 0; k < P->n_steps && !st; k++) {
         const tji_step *S = &P->steps[k];
         const tjc_call *c = &F->calls[k];
         st = S->kernel ? S->kernel(c) : tjf_group_launch(S->group, S->fused, c->in, c->out);
         if (st) st = step_failed(P, S);
     }
+    tjc_op_leave();
     const tji_code *code = P->code;
     for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
     for (int i = 0; i < code->n_outputs && !st; i++) {

@@ -339,6 +339,42 @@ static void new_signatures_get_plans_of_their_own(void **state) {
     tj_generator_free(gen);
 }
 
+static tj_status xent(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx;
+    (void)n_in;
+    (void)n_out;
+    out[0] = tj_cross_entropy_loss(in[0], in[1], NULL, "mean", -100, 0.0);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* A kernel built from other ops (cross_entropy calls log_softmax and
+ * nll_loss through the public API) runs nested under a planned replay: its
+ * inner results go neither to the caller's scope nor to a tracer. */
+static void composite_kernels_run_nested(void **state) {
+    (void)state;
+    tj_generator *gen = tj_generator_new(5);
+    int64_t ls[2] = {4, 3}, ts[1] = {4};
+    tj_tensor *logits = tt_random(gen, ls, 2, TJ_F32, -1, 1);
+    tj_tensor *target = tt_random(gen, ts, 1, TJ_I64, 0, 2);
+    tj_tensor *in[2] = {logits, target};
+    tj_graph *g = tj_trace(xent, NULL, in, 2, 1, NULL);
+    assert_non_null(g);
+    tj_program *p = compile(g, NULL, false, false), *d = compile(g, NULL, true, false);
+    assert_planned(p, "cross_entropy");
+    tj_scope_begin(); /* takes the outputs of tj_run, and nothing else */
+    tj_tensor *a, *b;
+    assert_int_equal(tj_run(p, in, &a), TJ_OK);
+    assert_int_equal(tj_run(d, in, &b), TJ_OK);
+    tt_assert_identical(a, b, "cross_entropy", 0);
+    tj_scope_end(); /* would release the kernel's inner results a second time */
+    tj_program_free(p);
+    tj_program_free(d);
+    tj_graph_free(g);
+    tj_release(logits);
+    tj_release(target);
+    tj_generator_free(gen);
+}
+
 /* dynamic_replay keeps the register interpreter, and says so */
 static void dynamic_replay_has_no_plan(void **state) {
     (void)state;
@@ -364,6 +400,7 @@ int main(void) {
         cmocka_unit_test(memory_plans_are_sound),
         cmocka_unit_test(four_threads_replay_one_program),
         cmocka_unit_test(new_signatures_get_plans_of_their_own),
+        cmocka_unit_test(composite_kernels_run_nested),
         cmocka_unit_test(dynamic_replay_has_no_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
