@@ -68,9 +68,12 @@ def loaded_blas():
     """The BLAS libraries this process has mapped, resolved (none where the
     BLAS is linked into libtorch, as MKL is in PyPI's wheels)."""
     torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # make sure BLAS is in use
+    def cpu_blas(path):  # not cuBLAS (a CUDA build's), nor numpy's own OpenBLAS
+        name = os.path.basename(path)
+        return "blas" in name and "cublas" not in name and "numpy" not in path
+
     with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f
-                 if "/" in line and "blas" in os.path.basename(line.split()[-1])}
+        paths = {line.split()[-1] for line in f if "/" in line and cpu_blas(line.split()[-1])}
     return sorted(os.path.realpath(p) for p in paths)
 
 
