@@ -70,8 +70,11 @@ class TorchSide:
         this PyTorch cannot be used."""
         if self.python:
             self.python = os.path.abspath(self.python)
-        if not self.python or not os.path.exists(self.python):
-            self.info = {"error": f"{self.python or 'no interpreter'} is missing: {self.missing_hint}"}
+        if not self.python:
+            self.info = {"error": "no interpreter given"}
+            return False
+        if not os.path.exists(self.python):
+            self.info = {"error": f"{self.python} is missing: {self.missing_hint}"}
             return False
         log_path = os.path.join(out, f"{self.name}.log")
         self.log = open(log_path, "w")
