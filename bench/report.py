@@ -78,9 +78,12 @@ def fmt_time(s):
 
 
 def fmt_ratio(r):
-    """2 decimals; 3 just below 1, so that a ratio under 1 never prints as 1.00x."""
+    """2 decimals; 3 just below 1, so that a ratio under 1 never prints as 1.00x;
+    2 significant digits below 0.1, so that none prints as 0.00x."""
     if 0.995 <= r < 1.0:
         return f"{r:.3f}x"
+    if r < 0.1:
+        return f"{r:.2g}x"
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
