@@ -27,7 +27,8 @@ The machine may be shared: before each half of a row the script waits (within a
 budget) for idle CPUs, and it measures a half again when other processes used
 the CPUs meanwhile.
 Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S]
-                        [--threads N] [--only ID,ID] [--idle-wait S] [--retries N]
+                        [--threads N] [--only ID,ID] [--idle-wait S] [--idle-each S]
+                        [--retries N]
                         [--torch2 PYTHON] [--torch1 PYTHON] [--compile-modes M,M]
 """
 import argparse
@@ -266,6 +267,8 @@ def main():
     ap.add_argument("--only", default=None, help="comma-separated workload ids")
     ap.add_argument("--idle-wait", type=float, default=120.0,
                     help="seconds in all to wait for idle CPUs before the halves of the rows")
+    ap.add_argument("--idle-each", type=float, default=20.0,
+                    help="seconds at most to wait for idle CPUs before one half of a row")
     ap.add_argument("--retries", type=int, default=4,
                     help="halves in all to measure again when others used the CPUs meanwhile")
     ap.add_argument("--system-blas", action="store_true",
@@ -285,7 +288,7 @@ def main():
                        "make bench-deps installs it: sh tools/install-torch-venv.sh BUILD_DIR"),
              TorchSide("torch1", "PyTorch 1.13", args.torch1, ["eager", "trace"],
                        "Debian: apt-get install python3-torch")]
-    idle = IdleWaiter(args.idle_wait)
+    idle = IdleWaiter(args.idle_wait, args.idle_each)
     only = set(args.only.split(",")) if args.only else None
     header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
     if args.suite:
