@@ -274,6 +274,12 @@ def ratio_columns(res):
             if v in res.heading]
 
 
+# the chart's colour of each variant: tjit's in greens and blues, PyTorch 2.x's in
+# reds and oranges, 1.13's in greys
+COLORS = {"eager": "#9ed99e", "replay": "#3aa63a", "fused": "#5b9bd5", "llvm": "#1f4e9a",
+          "torch2_eager": "#f4b183", "torch2_trace": "#e9822e", "torch2_fused": "#c55a11",
+          "torch2_compile": "#c00000", "torch2_autotune": "#7b0000",
+          "torch1_eager": "#bfbfbf", "torch1_trace": "#7f7f7f"}
 SHORT = {"eager": "eager", "replay": "replay", "fused": "fused", "llvm": "LLVM"}
 
 
@@ -488,7 +494,8 @@ set key top left horizontal noenhanced
 set bmargin 10
 set rmargin 12
 set arrow from graph 0, first 1 to graph 1, first 1 nohead lw 2 lc rgb "black"
-plot for [i=2:{len(series) + 1}] "{dat}" using i:xtic(1) title columnheader(i)
+colors = "{" ".join(COLORS.get(v, "#808080") for v, _ in series)}"
+plot for [i=2:{len(series) + 1}] "{dat}" using i:xtic(1) title columnheader(i) lc rgb word(colors, i - 1)
 """
     gp = os.path.join(out, "speedup.gp")
     with open(gp, "w") as f:
