@@ -3,8 +3,9 @@
 #   make test   build and run the whole test suite, normally (with the LLVM backend)
 #               and under ASan+UBSan (without it: the portable-only configuration)
 #   make install PREFIX=DIR   the library, headers, tjit, CMake package and tjit.pc into DIR
-#   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch eager,
-#               jit.trace and jit.trace with its CPU fuser (docs/performance.md)
+#   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch 2.x (eager,
+#               jit.trace, its CPU fuser, torch.compile) and Debian's PyTorch 1.13
+#               (eager, jit.trace) (docs/performance.md)
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 CMAKE_FLAGS ?=
@@ -49,18 +50,24 @@ PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
-# PyTorch for Debian's python3 and gnuplot, for the comparison: installed only when missing
+# the comparison's PyTorches and gnuplot, installed only when missing: Debian's
+# PyTorch 1.13 (python3-torch) for /usr/bin/python3, and a current PyTorch 2.x from
+# PyPI in $(BUILD_DIR)/torch-venv (without the package index, make bench goes on
+# without it and says so)
 BENCH_PYTHON ?= /usr/bin/python3
+TORCH2_PYTHON ?= $(BUILD_DIR)/torch-venv/bin/tjit-python
 bench-deps: deps
 	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy gnuplot-nox" sh tools/install-deps.sh
+	@sh tools/install-torch-venv.sh $(BUILD_DIR)
 
 # every workload, tjit and PyTorch side by side, one table (build/bench/results.md);
-# BENCH_BUDGET: timed seconds per workload and side; BENCH_ARGS: e.g. --threads 1 --only ID,ID
+# BENCH_BUDGET: timed seconds per workload and side; BENCH_ARGS: e.g. --threads 1 --only ID,ID,
+# --compile-modes default,max-autotune-no-cudagraphs
 BENCH_BUDGET ?= 4
 BENCH_ARGS ?=
 bench: build bench-deps
 	$(BENCH_PYTHON) bench/torch_compare.py --suite $(BUILD_DIR)/bench_suite --out $(BUILD_DIR)/bench \
-		--budget $(BENCH_BUDGET) $(BENCH_ARGS)
+		--torch2 $(TORCH2_PYTHON) --budget $(BENCH_BUDGET) $(BENCH_ARGS)
 	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench --suite $(BUILD_DIR)/bench_suite
 
 # the detailed benchmarks, each printing its own table

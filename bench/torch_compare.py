@@ -1,36 +1,40 @@
 #!/usr/bin/env python3
-"""torch_compare.py — the PyTorch half of `make bench`, and its driver.
+"""torch_compare.py — the driver of `make bench`: tjit and two PyTorch versions
+on the same workloads, row by row.
 
 bench_suite (bench/suite.c) writes, for every workload, its inputs, weights,
 and each tjit variant's outputs and gradients as .npy files under
 <out>/data/<workload>/, and describes the workloads in <out>/manifest.jsonl.
 With --suite, this script runs bench_suite itself, one workload at a time, and
-measures PyTorch on that workload right after, so that both halves of a row
-see the same load on a shared machine. For each workload it rebuilds the model
-in PyTorch with exactly tjit's weights and inputs, and:
+right after it measures the same workload in each PyTorch, so that all halves
+of a row see the same load on a shared machine:
 
-* checks correctness: PyTorch eager's outputs (and gradients, for the
-  workloads with a backward pass) against every tjit variant's, writing the
-  maximum absolute error to <out>/check.csv;
-* times PyTorch eager, torch.jit.trace, and torch.jit.trace with a CPU fuser
-  switched on, interleaved in a random order per repetition, medians after
-  warm-up, with tjit's thread count, writing <out>/torch.csv (the same
-  columns as bench_suite's tjit.csv).
+* PyTorch 2.x, from the venv tools/install-torch-venv.sh makes
+  (build/torch-venv/bin/tjit-python): eager, torch.jit.trace, jit.trace with a
+  CPU fuser, and torch.compile (Inductor, default mode);
+* Debian's python3-torch 1.13 (/usr/bin/python3): eager and torch.jit.trace.
 
-Forward-only workloads run with autograd off, as under torch.no_grad() (tjit's
-forward programs keep no autograd state either). The machine may be shared:
-before each half of a row the script waits (within a budget) for idle CPUs, and
-it measures a half again when other processes used the CPUs meanwhile
-(torch_meta.json records how much they did).
+The two versions cannot share an interpreter, so each runs in a child process
+of its own (bench/torch_worker.py), started once the thread count is known and
+kept for the whole run. The first of them that works (2.x, else 1.13) also
+checks tjit's outputs and gradients against its eager, writing the maximum
+absolute errors to <out>/check.csv; the timings go to <out>/torch.csv (the
+columns of bench_suite's tjit.csv), the versions and the machine's sharing to
+<out>/torch_meta.json, each worker's warnings to <out>/<name>.log. This script
+imports no PyTorch itself: a missing version is measured without, and said so.
+
+The machine may be shared: before each half of a row the script waits (within a
+budget) for idle CPUs, and it measures a half again when other processes used
+the CPUs meanwhile.
 Usage: torch_compare.py [--suite build/bench_suite] [--out DIR] [--budget S]
-                        [--threads N] [--only ID,ID] [--idle-wait S] [--retries N]
+                        [--threads N] [--only ID,ID] [--idle-wait S] [--idle-each S]
+                        [--retries N]
+                        [--torch2 PYTHON] [--torch1 PYTHON] [--compile-modes M,M]
 """
 import argparse
 import csv
-import importlib
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -38,10 +42,9 @@ import time
 from progress import Progress
 from report import read_manifest, tjit_blas
 
-# set by load_torch(): numpy, torch and bench/torch_models.py, or None when missing
-np = torch = tm = None
 # the status line of the run (main), which lines of results print around
 progress = None
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def say(text):
@@ -52,189 +55,96 @@ def say(text):
         print(text, flush=True)
 
 
-def load_torch(threads):
-    """Imports PyTorch for `threads` threads: its OpenMP pool and its BLAS
-    (Debian's links OpenBLAS, which sizes its own pool from the environment at
-    load time, whatever torch.set_num_threads says). False when not installed."""
-    global np, torch, tm
-    os.environ["OMP_NUM_THREADS"] = os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
-    try:
-        np = importlib.import_module("numpy")
-        torch = importlib.import_module("torch")
-        tm = importlib.import_module("torch_models")
-    except ImportError:  # make bench installs python3-torch; say so clearly if it is missing
-        return False
-    torch.set_num_threads(threads)
-    return True
+# ---- the PyTorch workers ----------------------------------------------------------------
 
+class TorchSide:
+    """One PyTorch version in a worker process of its own interpreter."""
 
-def loaded_blas():
-    """The BLAS libraries this process has mapped (PyTorch's), resolved."""
-    torch.mm(torch.ones(64, 64), torch.ones(64, 64))  # make sure BLAS is in use
-    with open("/proc/self/maps") as f:
-        paths = {line.split()[-1] for line in f
-                 if "/" in line and "blas" in os.path.basename(line.split()[-1])}
-    return sorted(os.path.realpath(p) for p in paths)
+    def __init__(self, name, title, python, variants, missing_hint):
+        self.name, self.title, self.python, self.variants = name, title, python, variants
+        self.missing_hint = missing_hint
+        self.proc = self.log = None
+        self.info = {}  # the worker's description, or {"error": why it is not measured}
 
+    def start(self, threads, out):
+        """Starts the worker for `threads` threads; False (and info["error"]) when
+        this PyTorch cannot be used."""
+        if self.python:
+            self.python = os.path.abspath(self.python)
+        if not self.python:
+            self.info = {"error": "no interpreter given"}
+            return False
+        if not os.path.exists(self.python):
+            self.info = {"error": f"{self.python} is missing: {self.missing_hint}"}
+            return False
+        log_path = os.path.join(out, f"{self.name}.log")
+        self.log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [self.python, os.path.join(HERE, "torch_worker.py"), "--name", self.name,
+             "--threads", str(threads), "--variants", ",".join(self.variants)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, cwd=HERE)
+        hello = self._read()
+        if "error" in hello:
+            hint = f" ({self.missing_hint})" if "No module named 'torch'" in hello["error"] else ""
+            self.info = {"error": hello["error"] + hint}
+            self.stop()
+            return False
+        self.info = hello
+        return True
 
-# ---- one workload ------------------------------------------------------------------------
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if line:
+            return json.loads(line)
+        self.proc.wait()
+        self.log.flush()
+        with open(self.log.name) as f:
+            tail = " | ".join(f.read().strip().splitlines()[-3:])
+        return {"error": f"the worker exited with status {self.proc.returncode}: {tail[-400:]}"}
 
-def load_workload(out_dir, w):
-    """(its data directory, inputs, weights by name) of a workload, from its .npy files."""
-    data = os.path.join(out_dir, "data", w["id"])
-    inputs = [np.load(os.path.join(data, f"in_{k}.npy")) for k in range(w["n_in"])]
-    weights = {p: np.load(os.path.join(data, f"param_{p}.npy")) for p in w["params"]}
-    return data, inputs, weights
-
-
-def make_step(model, inputs, w):
-    """A function doing one step of the workload on model, as tjit's harness does:
-    the forward; for backward workloads, backward of the loss, the SGD update
-    when w["lr"] > 0, and dropping the gradients."""
-    params = list(model.parameters())
-    lr = w["lr"]
-
-    def forward():
-        return model(*inputs)
-
-    def train():
-        model(*inputs).backward()
-        if lr > 0:
-            with torch.no_grad():
-                for p in params:
-                    p.sub_(p.grad, alpha=lr)
-        for p in params:
-            p.grad = None
-
-    return train if w["backward"] else forward
-
-
-def as_list(out):
-    return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def check(data, w, weights, inputs, variants):
-    """PyTorch eager on the exported data against each tjit variant's outputs
-    and gradients: rows (variant, what, max_abs_err, max_abs_ref)."""
-    model = tm.MODELS[w["kind"]](weights)
-    with torch.set_grad_enabled(w["backward"]):
-        out = model(*inputs)
-        if w["backward"]:
-            out.backward()
-    outs = [o.detach() for o in as_list(out)]
-    named = dict(model.named_parameters())
-    rows = []
-    for v in variants:
-        for k, ref in enumerate(outs):
-            path = os.path.join(data, f"out_{v}_{k}.npy")
-            if os.path.exists(path):
-                got = np.load(path)
-                rows.append((v, f"output {k}", float(np.max(np.abs(got - ref.numpy()), initial=0)),
-                             float(np.max(np.abs(ref.numpy()), initial=0))))
-        ran = os.path.exists(os.path.join(data, f"out_{v}_0.npy"))
-        for p in w["params"] if w["backward"] and ran else []:
-            path = os.path.join(data, f"grad_{v}_{p}.npy")
-            if named[p].grad is None:
-                continue
-            ref = named[p].grad.numpy()
-            if not os.path.exists(path):  # a variant that ran but gave no gradient fails
-                rows.append((v, f"grad {p} missing", float("inf"), float(np.max(np.abs(ref)))))
-                continue
-            rows.append((v, f"grad {p}", float(np.max(np.abs(np.load(path) - ref), initial=0)),
-                         float(np.max(np.abs(ref), initial=0))))
-    return rows
-
-
-def measure(steps, budget, warmup, min_reps, max_reps, rng):
-    """Times the steps (name -> (step, before, after)) interleaved in a random
-    order per round; before/after run outside the timer (fuser switches).
-    Returns name -> sorted times, or the error message of a failing step."""
-    results, warm = {}, {}
-    for name, (step, before, after) in steps.items():
+    def request(self, req):
+        """Sends one workload; returns the worker's answer or {"error"}."""
+        if not self.alive():
+            return {"error": self.info.get("error", "not running")}
         try:
-            best = float("inf")
-            for _ in range(warmup):
-                before()
-                t0 = time.perf_counter()
-                step()
-                best = min(best, time.perf_counter() - t0)
-                after()
-            warm[name] = best
-        except Exception as e:  # report it as n/a, keep going
-            after()
-            results[name] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
-    live = [n for n in steps if n not in results]
-    round_s = sum(warm[n] for n in live)
-    reps = max(min_reps, min(max_reps, int(budget / round_s) if round_s > 0 else max_reps))
-    times = {n: [] for n in live}
-    for _ in range(reps):
-        order = live[:]
-        rng.shuffle(order)
-        for name in order:
-            step, before, after = steps[name]
-            before()
-            t0 = time.perf_counter()
-            step()
-            times[name].append(time.perf_counter() - t0)
-            after()
-    for n in live:
-        results[n] = sorted(times[n])
-    return results
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        answer = self._read()
+        if "error" in answer and self.proc.poll() is not None:
+            self.info = dict(self.info, error=answer["error"])
+            self.stop()
+        return answer
 
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
 
-def check_workload(out_dir, w, checker):
-    """PyTorch eager against every tjit variant's outputs and gradients."""
-    data, arrays, weights = load_workload(out_dir, w)
-    inputs = [torch.from_numpy(a.copy()) for a in arrays]
-    for v, what, err, ref in check(data, w, weights, inputs, ("eager", "replay", "fused", "llvm")):
-        checker.writerow([w["id"], v, what, f"{err:.3g}", f"{ref:.3g}"])
+    def cpu_seconds(self):
+        """CPU seconds of the worker and of the children it waited for (g++ under
+        Inductor), from /proc: its work, not others'."""
+        if not self.alive():
+            return 0.0
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
-
-def time_workload(out_dir, w, fuser, args, rng):
-    """Times the PyTorch variants of one workload; returns their CSV rows."""
-    _, arrays, weights = load_workload(out_dir, w)
-    inputs = [torch.from_numpy(a.copy()) for a in arrays]
-    torch.set_grad_enabled(w["backward"])  # forward workloads: no autograd state
-    nothing = lambda: None
-    eager = tm.MODELS[w["kind"]](weights)
-    steps = {"torch_eager": (make_step(eager, inputs, w), nothing, nothing)}
-    notes = {"torch_eager": "", "torch_trace": "profiling executor, no CPU fusion (the default)"}
-    try:
-        traced = torch.jit.trace(tm.MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
-        steps["torch_trace"] = (make_step(traced, inputs, w), nothing, nothing)
-        fuser.on()
-        fused = torch.jit.trace(tm.MODELS[w["kind"]](weights), tuple(inputs), check_trace=False)
-        fuser.off()
-        steps["torch_fused"] = (make_step(fused, inputs, w), fuser.on, fuser.off)
-    except Exception as e:  # n/a with the reason
-        fuser.off()
-        failed = f"torch.jit.trace failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
-    else:
-        failed = None
-    results = measure(steps, args.budget, 5, args.min_reps, args.max_reps, rng)
-    for name in ("torch_trace", "torch_fused"):
-        results.setdefault(name, failed)
-    if "torch_fused" in steps and not isinstance(results.get("torch_fused"), str):
-        fuser.on()  # one more call to read the fused graph (forward, or backward last)
-        steps["torch_fused"][0]()
-        notes["torch_fused"] = f"{fuser.name}: {tm.count_groups()} fusion groups in the last graph run"
-        fuser.off()
-    torch.set_grad_enabled(True)
-
-    say(f"{w['id']} — {w['label']}")
-    rows = []
-    for name in ("torch_eager", "torch_trace", "torch_fused"):
-        r = results[name]
-        if isinstance(r, list):
-            med = float(np.median(r))
-            rows.append([w["id"], w["label"], name, f"{med:.9g}", f"{r[0]:.9g}", len(r), "ok",
-                         notes.get(name, "")])
-            say(f"  {name:12s} {med * 1e3:10.4f} ms  (best {r[0] * 1e3:.4f})")
-        else:
-            rows.append([w["id"], w["label"], name, "", "", 0, "n/a", r])
-            say(f"  {name:12s}        n/a  ({r})")
-    sys.stdout.flush()
-    return rows
+    def stop(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.stdin.close()
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            self.proc = None
+        if self.log:
+            self.log.close()
+            self.log = None
 
 
 # ---- sharing the machine ------------------------------------------------------------------
@@ -271,14 +181,15 @@ class IdleWaiter:
         return busy
 
 
-def cpu_snapshot():
-    """(CPU seconds all processes have been busy, CPU seconds of this process and
-    its waited-for children, wall seconds)."""
+def cpu_snapshot(sides=()):
+    """(CPU seconds all processes have been busy, CPU seconds of this process,
+    its waited-for children and its PyTorch workers, wall seconds)."""
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:9]]  # user .. steal
     busy = sum(ticks) - ticks[3] - ticks[4]  # less idle and iowait
     t = os.times()
-    return busy / os.sysconf("SC_CLK_TCK"), t[0] + t[1] + t[2] + t[3], time.monotonic()
+    own = t[0] + t[1] + t[2] + t[3] + sum(side.cpu_seconds() for side in sides)
+    return busy / os.sysconf("SC_CLK_TCK"), own, time.monotonic()
 
 
 def others_share(before, after):
@@ -292,17 +203,17 @@ class Measured:
     """Runs one half of a row, and again (within a budget of re-measures for
     the whole run) when others used more than `limit` of the CPUs meanwhile."""
 
-    def __init__(self, idle, retries, limit=0.15):
-        self.idle, self.retries, self.limit = idle, retries, limit
+    def __init__(self, idle, retries, sides, limit=0.15):
+        self.idle, self.retries, self.sides, self.limit = idle, retries, sides, limit
 
     def run(self, what, fn):
         """Returns (fn's result, busy before, others' share during, re-measures)."""
         again = 0
         while True:
             busy = self.idle.wait()
-            before = cpu_snapshot()
+            before = cpu_snapshot(self.sides)
             result = fn()
-            share = others_share(before, cpu_snapshot())
+            share = others_share(before, cpu_snapshot(self.sides))
             if share <= self.limit or self.retries <= 0:
                 return result, round(busy, 3), round(share, 3), again
             self.retries -= 1
@@ -356,14 +267,28 @@ def main():
     ap.add_argument("--only", default=None, help="comma-separated workload ids")
     ap.add_argument("--idle-wait", type=float, default=120.0,
                     help="seconds in all to wait for idle CPUs before the halves of the rows")
+    ap.add_argument("--idle-each", type=float, default=20.0,
+                    help="seconds at most to wait for idle CPUs before one half of a row")
     ap.add_argument("--retries", type=int, default=4,
                     help="halves in all to measure again when others used the CPUs meanwhile")
     ap.add_argument("--system-blas", action="store_true",
-                    help="leave PyTorch on the system's BLAS, not on the OpenBLAS build tjit links")
+                    help="leave PyTorch 1.13 on the system's BLAS, not on the OpenBLAS build tjit links")
+    ap.add_argument("--torch2", default=os.path.join("build", "torch-venv", "bin", "tjit-python"),
+                    help="the python of PyTorch 2.x ('' for none)")
+    ap.add_argument("--torch1", default="/usr/bin/python3",
+                    help="the python of Debian's PyTorch 1.13 ('' for none)")
+    ap.add_argument("--compile-modes", default="default",
+                    help="torch.compile modes to time: default, max-autotune-no-cudagraphs")
     args = ap.parse_args()
     if args.suite and not args.system_blas:
         match_blas(args.suite)
-    idle = IdleWaiter(args.idle_wait)
+    modes = {"default": "compile", "max-autotune-no-cudagraphs": "autotune"}
+    compiled = [modes[m] for m in args.compile_modes.split(",") if m]
+    sides = [TorchSide("torch2", "PyTorch 2.x", args.torch2, ["eager", "trace", "fused"] + compiled,
+                       "make bench-deps installs it: sh tools/install-torch-venv.sh BUILD_DIR"),
+             TorchSide("torch1", "PyTorch 1.13", args.torch1, ["eager", "trace"],
+                       "Debian: apt-get install python3-torch")]
+    idle = IdleWaiter(args.idle_wait, args.idle_each)
     only = set(args.only.split(",")) if args.only else None
     header = ["workload", "label", "variant", "median_s", "best_s", "reps", "status", "note"]
     if args.suite:
@@ -376,9 +301,8 @@ def main():
                 os.remove(os.path.join(args.out, name))
     else:
         ids = [w["id"] for w in read_manifest(args.out)[0] if only is None or w["id"] in only]
-    rng = random.Random(12345)
-    halves = Measured(idle, args.retries)
-    fuser, have_torch, shared = None, None, {}
+    halves = Measured(idle, args.retries, sides)
+    started, shared, reference = False, {}, None
     with open(os.path.join(args.out, "torch.csv"), "w", newline="") as tf, \
          open(os.path.join(args.out, "check.csv"), "w", newline="") as cf:
         writer, checker = csv.writer(tf), csv.writer(cf)
@@ -386,40 +310,57 @@ def main():
         checker.writerow(["workload", "variant", "what", "max_abs_err", "max_abs_ref"])
         progress = Progress("make bench", len(ids))
         for done, wid in enumerate(ids):
-            # per half (tjit, PyTorch): CPUs busy before, others' share during, re-measures
-            shared[wid] = {"busy": [None, None], "others": [None, None], "again": [0, 0]}
+            # per half (tjit, torch2, torch1): CPUs busy before, others' share during, re-measures
+            shared[wid] = {"busy": {}, "others": {}, "again": {}}
+
+            def note_half(half, facts):
+                for key, value in zip(("busy", "others", "again"), facts):
+                    shared[wid][key][half] = value
+
             if args.suite:
                 progress.step(done, f"{wid}: tjit")
                 _, *facts = halves.run("tjit", lambda: run_suite(args, wid))
-                for key, value in zip(("busy", "others", "again"), facts):
-                    shared[wid][key][0] = value
+                note_half("tjit", facts)
             workloads, run = read_manifest(args.out)
-            if have_torch is None:  # the first workload: tjit's thread count is known now
-                have_torch = load_torch(run["threads"])
-                if not have_torch:
-                    say("torch_compare: PyTorch is not installed (Debian: apt-get install "
-                        "python3-torch); measuring tjit only")
-                    continue
-                fuser = tm.Fuser()
-                say(f"torch_compare: PyTorch {torch.__version__}, {torch.get_num_threads()} "
-                    f"threads, fused variant: {fuser.name}")
-            if not have_torch:
-                continue
+            if not started:  # the first workload: tjit's thread count is known now
+                started = True
+                for side in sides:
+                    progress.step(done, f"starting {side.title}")
+                    if side.start(run["threads"], args.out):
+                        i = side.info
+                        say(f"torch_compare: {side.title}: PyTorch {i['version']} ({i['executable']}), "
+                            f"{i['threads']} threads, kernels {i['capability'] or '?'}, "
+                            f"jit.trace + fuser: {i['fuser']}")
+                        reference = reference or side.name
+                    else:
+                        say(f"torch_compare: {side.title} not measured: {side.info['error']}")
             w = next(x for x in workloads if x["id"] == wid)
-            progress.step(done, f"{wid}: PyTorch")
-            rows, *facts = halves.run("PyTorch", lambda: time_workload(args.out, w, fuser, args, rng))
-            for key, value in zip(("busy", "others", "again"), facts):
-                shared[wid][key][1] = value
-            writer.writerows(rows)
-            check_workload(args.out, w, checker)
+            if not args.suite:  # bench_suite's lines name the row otherwise
+                say(f"{wid} — {w['label']}")
+            for side in sides:
+                if not side.alive():
+                    continue
+                progress.step(done, f"{wid}: {side.title}")
+                req = {"workload": w, "out": os.path.abspath(args.out), "budget": args.budget,
+                       "min_reps": args.min_reps, "max_reps": args.max_reps,
+                       "check": side.name == reference, "seed": 12345 + done}
+                answer, *facts = halves.run(side.title, lambda: side.request(req))
+                note_half(side.name, facts)
+                if "error" in answer:
+                    say(f"  {side.title} failed on {wid}: {answer['error']}")
+                    continue
+                for line in answer["lines"]:
+                    say(line)
+                writer.writerows(answer["rows"])
+                checker.writerows(answer["checks"])
             tf.flush()
             cf.flush()
         progress.end(len(ids))
-    if have_torch:
-        with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
-            json.dump({"version": torch.__version__, "threads": torch.get_num_threads(),
-                       "fuser": fuser.name if fuser else "none", "shared": shared,
-                       "blas": loaded_blas()}, f)
+    for side in sides:
+        side.stop()
+    with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
+        json.dump({"sides": {s.name: s.info for s in sides}, "reference": reference,
+                   "shared": shared}, f)
     return 0
 
 
