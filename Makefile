@@ -60,7 +60,8 @@ bench-deps: deps
 	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy gnuplot-nox" sh tools/install-deps.sh
 	@sh tools/install-torch-venv.sh $(BUILD_DIR)
 
-# every workload, tjit and PyTorch side by side, one table (build/bench/results.md);
+# every workload, tjit and PyTorch side by side, one table (build/bench/results.md),
+# then the replay memory of each example model (bench_memory);
 # BENCH_BUDGET: timed seconds per workload and side; BENCH_ARGS: e.g. --threads 1 --only ID,ID,
 # --compile-modes default,max-autotune-no-cudagraphs
 BENCH_BUDGET ?= 4
@@ -69,6 +70,7 @@ bench: build bench-deps
 	$(BENCH_PYTHON) bench/torch_compare.py --suite $(BUILD_DIR)/bench_suite --out $(BUILD_DIR)/bench \
 		--torch2 $(TORCH2_PYTHON) --budget $(BENCH_BUDGET) $(BENCH_ARGS)
 	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench --suite $(BUILD_DIR)/bench_suite
+	$(BUILD_DIR)/bench_memory
 
 # the detailed benchmarks, each printing its own table
 bench-detail: build
