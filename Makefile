@@ -53,11 +53,11 @@ install: build
 # the comparison's PyTorches and gnuplot, installed only when missing: Debian's
 # PyTorch 1.13 (python3-torch) for /usr/bin/python3, and a current PyTorch 2.x from
 # PyPI in $(BUILD_DIR)/torch-venv (without the package index, make bench goes on
-# without it and says so)
+# without it and says so); python3-dev: torch.compile's C++ kernels include Python.h
 BENCH_PYTHON ?= /usr/bin/python3
 TORCH2_PYTHON ?= $(BUILD_DIR)/torch-venv/bin/tjit-python
 bench-deps: deps
-	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy gnuplot-nox" sh tools/install-deps.sh
+	@TJIT_EXTRA_PACKAGES="python3-torch python3-numpy python3-dev gnuplot-nox" sh tools/install-deps.sh
 	@sh tools/install-torch-venv.sh $(BUILD_DIR)
 
 # every workload, tjit and PyTorch side by side, one table (build/bench/results.md),

@@ -283,6 +283,9 @@ def main():
     if args.suite and not args.system_blas:
         match_blas(args.suite)
     modes = {"default": "compile", "max-autotune-no-cudagraphs": "autotune"}
+    unknown = [m for m in args.compile_modes.split(",") if m and m not in modes]
+    if unknown:
+        ap.error(f"--compile-modes: unknown mode {', '.join(unknown)} (known: {', '.join(modes)})")
     compiled = [modes[m] for m in args.compile_modes.split(",") if m]
     sides = [TorchSide("torch2", "PyTorch 2.x", args.torch2, ["eager", "trace", "fused"] + compiled,
                        "make bench-deps installs it: sh tools/install-torch-venv.sh BUILD_DIR"),

@@ -128,7 +128,8 @@ if ! probe; then
     version=$("$py" -c "import importlib.metadata as m; print(m.version('torch'))")
     pip_q "torch==$version" || give_up "pip install torch==$version failed"
     write_launcher >/dev/null
-    probe || { say "torch.compile does not run (see $venv/probe.log)"; exit 1; }
+    probe || { say "torch.compile does not run (see $venv/probe.log; it needs g++ and python3-dev)"
+               exit 1; }
 fi
 version=$("$launcher" -c "import torch; print(torch.__version__)" 2>/dev/null)
 echo "$version" >"$stamp"
