@@ -1,16 +1,18 @@
 # tjit — two commands do all the set-up and work on a fresh Debian 12 machine:
 #   make demo   trace an example model, print its IR, replay it, show timings
 #   make test   build and run the whole test suite, normally (with the LLVM backend)
-#               and under ASan+UBSan (without it: the portable-only configuration)
+#               and under ASan+UBSan (without it: the portable-only configuration),
+#               then the concurrency tests under ThreadSanitizer
 #   make install PREFIX=DIR   the library, headers, tjit, CMake package and tjit.pc into DIR
 #   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch 2.x (eager,
 #               jit.trace, its CPU fuser, torch.compile) and Debian's PyTorch 1.13
 #               (eager, jit.trace) (docs/performance.md)
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
 CMAKE_FLAGS ?=
 # the normal build has the LLVM backend (deps installs LLVM 19); the ASan build has not,
-# so `make test` runs the suite in both configurations
+# so `make test` runs the suite in both configurations (and the TSan build's few tests)
 TJIT_LLVM ?= ON
 
 .PHONY: all deps build build-asan demo test test-release test-asan install bench bench-deps bench-detail clean \
@@ -29,6 +31,12 @@ build-asan: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJIT_SANITIZE=ON -DTJIT_LLVM=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_DIR)
 
+# the library and its concurrency tests alone, under ThreadSanitizer
+build-tsan: deps
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJIT_TSAN=ON -DTJIT_LLVM=OFF \
+		-DTJIT_CUDA=OFF -DTJIT_ONNX=OFF $(CMAKE_FLAGS)
+	cmake --build $(TSAN_DIR)
+
 demo: build
 	$(BUILD_DIR)/example_demo
 	$(BUILD_DIR)/example_train mlp 30
@@ -43,7 +51,10 @@ test-release: build
 test-asan: build-asan
 	cd $(ASAN_DIR) && ctest --output-on-failure -j2 && $(CUDA_COUNTS)
 
-test: test-release test-asan
+test-tsan: build-tsan
+	cd $(TSAN_DIR) && ctest --output-on-failure -j2
+
+test: test-release test-asan test-tsan
 
 # lib/libtjit.so.0 and libtjit.a, include/tjit/, bin/tjit, lib/cmake/tjit/, lib/pkgconfig/tjit.pc
 PREFIX ?= /usr/local
