@@ -71,6 +71,12 @@ static void run_size(tjx_lstm_sizes sizes, bool show_ir) {
         printf("== the LSTM cell, traced (canonical IR)\n%s\n== its register code\n%s\n", ir, code);
         free(ir);
         free(code);
+        tj_plan_stats ps;
+        if (tj_program_plan_stats(p, &ps) == TJ_OK && ps.planned)
+            printf("== its replay plan (tjit dump lstm_cell --plan prints it whole)\n"
+                   "%d kernel calls a replay; intermediates %lld bytes in all, in an arena of %lld "
+                   "bytes; outputs %lld bytes a replay\n\n", ps.steps, (long long)ps.intermediate_bytes,
+                   (long long)ps.arena_bytes, (long long)ps.output_bytes);
     }
     tj_scope_begin();
     tj_tensor *eager[2], *replay[2];
