@@ -112,23 +112,17 @@ const tj_op_info *tj_op_find(const char *qualified_name) {
     return op;
 }
 
-/* A NULL op given to an accessor: keeps an error already pending (it names
- * the call that returned the NULL, e.g. tj_op_find), else names this one. */
-#define OP_GET(fn, expr, bad) \
-    do {                         \
-        if (!op) return tjc_last_or(TJ_ERR_ARG, fn ": the op is NULL"), bad; \
-        return expr;             \
-    } while (0)
-int tj_op_id(const tj_op_info *op) { OP_GET("tj_op_id", op->id, -1); }
-const char *tj_op_name(const tj_op_info *op) { OP_GET("tj_op_name", op->name, NULL); }
-const char *tj_op_schema_text(const tj_op_info *op) {
-    OP_GET("tj_op_schema_text", op->schema_text, NULL);
-}
-const tj_schema *tj_op_schema(const tj_op_info *op) { OP_GET("tj_op_schema", &op->schema, NULL); }
-tj_op_kind tj_op_kind_of(const tj_op_info *op) { OP_GET("tj_op_kind_of", op->kind, TJ_NUM_KINDS); }
+/* A NULL op is what tj_node_op gives for a prim node, so the accessors
+ * answer for it (-1, NULL, TJ_NUM_KINDS) without an error: chains such as
+ * tj_op_id(tj_node_op(n)) stay quiet, and an error already pending (from a
+ * tj_op_find that found nothing) keeps its message. */
+int tj_op_id(const tj_op_info *op) { return op ? op->id : -1; }
+const char *tj_op_name(const tj_op_info *op) { return op ? op->name : NULL; }
+const char *tj_op_schema_text(const tj_op_info *op) { return op ? op->schema_text : NULL; }
+const tj_schema *tj_op_schema(const tj_op_info *op) { return op ? &op->schema : NULL; }
+tj_op_kind tj_op_kind_of(const tj_op_info *op) { return op ? op->kind : TJ_NUM_KINDS; }
 const tj_op_info *tj_op_inplace_variant(const tj_op_info *op) {
-    OP_GET("tj_op_inplace_variant", op->inplace_variant >= 0 ? tjc_op(op->inplace_variant) : NULL,
-           NULL);
+    return op && op->inplace_variant >= 0 ? tjc_op(op->inplace_variant) : NULL;
 }
 
 const char *tj_op_kind_name(tj_op_kind k) {

@@ -265,6 +265,8 @@ typedef struct tj_op_info tj_op_info;
 int tj_op_count(void);
 const tj_op_info *tj_op_at(int id);
 const tj_op_info *tj_op_find(const char *qualified_name); /* "aten::add.Scalar" */
+/* The accessors below answer a NULL op (what tj_node_op gives for a prim
+ * node) with -1, NULL or TJ_NUM_KINDS and set no error. */
 int tj_op_id(const tj_op_info *op);
 const char *tj_op_name(const tj_op_info *op);       /* "aten::add" */
 const char *tj_op_schema_text(const tj_op_info *op);
