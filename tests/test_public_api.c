@@ -1,9 +1,10 @@
 /* test_public_api.c — every public function given NULL or invalid arguments
  * fails cleanly: a failure status, NULL or its documented failure value, and
- * a message in tj_last_error(), without a crash. The table below has one
- * entry per function of include/tjit/ (every .h); test_table_is_complete parses those
- * headers and fails naming any function the table lacks, so a new function
- * cannot be forgotten. Functions with no invalid input (no arguments, any
+ * a message in tj_last_error(), without a crash. The table below covers
+ * every function of the headers in include/tjit/ (the checks of ir.h,
+ * passes.h and onnx.h live in tests/support/api_checks_ir.c);
+ * test_table_is_complete parses those headers and fails naming any function
+ * the table lacks, so a new function cannot be forgotten. Functions with no invalid input (no arguments, any
  * value allowed, or a free function that ignores NULL as documented) are in
  * the table too, called on their edge values, with the reason. The generated
  * tj_<op> functions all go through tj_invoke, which has its own entry. */
@@ -15,60 +16,24 @@
 
 #include <dirent.h>
 
+#include "tests/support/api_checks.h"
 #include "tests/support/runtime_testing.h"
 
-/* ---- expectations ------------------------------------------------------------------------ */
-
-static void expect_error(const char *call, const char *file, int line) {
-    if (tj_last_status() == TJ_OK || tj_last_error()[0] == '\0')
-        fail_msg("%s:%d: %s failed without an error message", file, line, call);
-}
-
-/* call returns NULL (or bad) and leaves a message */
-#define FAILS_NULL(call) FAILS_WITH(call, NULL)
-#define FAILS_WITH(call, bad)                                                        \
-    do {                                                                             \
-        tj_clear_error();                                                            \
-        if (!((call) == (bad))) fail_msg("%s:%d: %s did not fail", __FILE__, __LINE__, #call); \
-        expect_error(#call, __FILE__, __LINE__);                                     \
-    } while (0)
-/* call returns a status other than TJ_OK, the one tj_last_status() holds */
-#define FAILS_STATUS(call)                                                           \
-    do {                                                                             \
-        tj_clear_error();                                                            \
-        tj_status st_ = (call);                                                      \
-        if (st_ == TJ_OK) fail_msg("%s:%d: %s returned TJ_OK", __FILE__, __LINE__, #call); \
-        expect_error(#call, __FILE__, __LINE__);                                     \
-        assert_int_equal(st_, tj_last_status());                                     \
-    } while (0)
-/* a void function, or one returning a struct: the message is the failure */
-#define FAILS_SILENTLY(call)                                                         \
-    do {                                                                             \
-        tj_clear_error();                                                            \
-        call;                                                                        \
-        expect_error(#call, __FILE__, __LINE__);                                     \
-    } while (0)
-/* no invalid input: called on an edge value, it sets no error */
-#define WORKS(call)                                                                  \
-    do {                                                                             \
-        tj_clear_error();                                                            \
-        call;                                                                        \
-        if (tj_last_status() != TJ_OK)                                               \
-            fail_msg("%s:%d: %s set an error: %s", __FILE__, __LINE__, #call, tj_last_error()); \
-    } while (0)
+/* The expectations (FAILS_*, WORKS) are in tests/support/api_checks.h. */
 
 /* ---- fixtures ---------------------------------------------------------------------------- */
 
-static tj_tensor *T;      /* f32 [2, 3] */
-static tj_graph *G;       /* y = relu(x) */
-static tj_block *B;
-static tj_node *N;        /* the relu node */
-static tj_value *V;       /* the graph's input */
-static tj_program *P;     /* G compiled, without gradients */
+tt_api_fixture tt_api; /* the objects the checks are given bad company with */
 static tj_generator *GEN;
-static const int64_t SIZES[2] = {2, 3};
 static const tj_device BAD_DEVICE = {(tj_device_type)7, 0};
 static const tj_device MISSING_CUDA = {TJ_CUDA, 99};
+#define T tt_api.t
+#define G tt_api.g
+#define B tt_api.b
+#define N tt_api.n
+#define V tt_api.v
+#define P tt_api.p
+#define SIZES TT_API_SIZES
 
 static tj_status identity_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
                                 int n_out) {
@@ -372,255 +337,7 @@ static void c_npy(void) {
     FAILS_STATUS(tj_save_npy("/nonexistent/dir/x.npy", T));
 }
 
-/* ---- ir.h -------------------------------------------------------------------------------- */
-
-static void c_types(void) {
-    tj_type t = tj_type_tensor(), bad = t;
-    bad.kind = (tj_type_kind)99;
-    WORKS(tj_type_tensor());
-    FAILS_SILENTLY(assert_int_equal(tj_type_tensor_of(TJ_F32, NULL, 2).ndim, TJ_UNKNOWN));
-    FAILS_SILENTLY(tj_type_tensor_of(TJ_F32, SIZES, TJ_MAX_DIMS + 1));
-    FAILS_SILENTLY(tj_type_tensor_of((tj_dtype)9, SIZES, 2));
-    FAILS_SILENTLY(tj_type_contiguous(TJ_F32, NULL, 2));
-    FAILS_SILENTLY(tj_type_of_tensor(NULL));
-    FAILS_SILENTLY(tj_type_scalar(TJ_TYPE_TENSOR));
-    FAILS_SILENTLY(tj_type_scalar((tj_type_kind)99));
-    FAILS_SILENTLY(tj_type_list(TJ_TYPE_LIST));
-    FAILS_WITH(tj_type_equal(NULL, &t), false);
-    FAILS_STATUS(tj_type_check(NULL));
-    FAILS_STATUS(tj_type_check(&bad));
-    FAILS_NULL(tj_type_to_string(NULL, 0));
-    FAILS_NULL(tj_type_to_string(&bad, 0));
-}
-
-static void c_graphs(void) {
-    tj_graph *g = NULL;
-    tj_type bad = tj_type_tensor();
-    bad.ndim = 99;
-    WORKS(g = tj_graph_new());
-    WORKS(tj_graph_free(g));
-    WORKS(tj_graph_free(NULL));
-    FAILS_NULL(tj_graph_block(NULL));
-    FAILS_NULL(tj_graph_owner(NULL));
-    FAILS_NULL(tj_graph_add_input(NULL, NULL, "x"));
-    FAILS_NULL(tj_graph_add_input(G, &bad, NULL));
-    FAILS_WITH(tj_graph_num_inputs(NULL), -1);
-    FAILS_NULL(tj_graph_input(NULL, 0));
-    FAILS_NULL(tj_graph_input(G, 1));
-    FAILS_NULL(tj_graph_input(G, -1));
-    FAILS_STATUS(tj_graph_add_output(NULL, V));
-    FAILS_STATUS(tj_graph_add_output(G, NULL));
-    FAILS_WITH(tj_graph_num_outputs(NULL), -1);
-    FAILS_NULL(tj_graph_output(NULL, 0));
-    FAILS_NULL(tj_graph_output(G, 1));
-    assert_int_equal(tj_graph_num_inputs(G), 1);
-    assert_int_equal(tj_graph_num_outputs(G), 1);
-}
-
-static void c_blocks(void) {
-    FAILS_NULL(tj_block_graph(NULL));
-    FAILS_WITH(tj_block_num_inputs(NULL), -1);
-    FAILS_NULL(tj_block_input(NULL, 0));
-    FAILS_NULL(tj_block_input(B, 1));
-    FAILS_NULL(tj_block_add_input(NULL, NULL, "x"));
-    FAILS_STATUS(tj_block_remove_input(NULL, 0));
-    FAILS_STATUS(tj_block_remove_input(B, 4));
-    FAILS_STATUS(tj_block_remove_input(B, 0)); /* still used */
-    FAILS_WITH(tj_block_num_outputs(NULL), -1);
-    FAILS_NULL(tj_block_output(NULL, 0));
-    FAILS_NULL(tj_block_output(B, 1));
-    FAILS_STATUS(tj_block_add_output(NULL, V));
-    FAILS_STATUS(tj_block_add_output(B, NULL));
-    FAILS_STATUS(tj_block_set_output(NULL, 0, V));
-    FAILS_STATUS(tj_block_set_output(B, 3, V));
-    FAILS_STATUS(tj_block_remove_output(NULL, 0));
-    FAILS_STATUS(tj_block_remove_output(B, 3));
-    FAILS_NULL(tj_block_first(NULL));
-    FAILS_NULL(tj_block_last(NULL));
-    FAILS_NULL(tj_block_param(NULL));
-    FAILS_NULL(tj_block_return(NULL));
-    FAILS_WITH(tj_block_num_nodes(NULL), -1);
-    FAILS_STATUS(tj_block_append(NULL, N));
-    FAILS_STATUS(tj_block_append(B, NULL));
-    FAILS_STATUS(tj_block_append(B, N)); /* already in a block */
-}
-
-static void c_node_creation(void) {
-    const tj_op_info *relu = tj_op_find("aten::relu");
-    tj_value *in[1] = {V};
-    tj_attr one = {.i = 1};
-    FAILS_SILENTLY(assert_string_equal(tj_node_kind_name((tj_node_kind)99), "invalid"));
-    FAILS_SILENTLY(assert_string_equal(tj_attr_kind_name((tj_attr_kind)99), "invalid"));
-    FAILS_NULL(tj_node_create_op(NULL, relu, in, 1, NULL, 0, -1));
-    FAILS_NULL(tj_node_create_op(G, NULL, in, 1, NULL, 0, -1));
-    FAILS_NULL(tj_node_create_op(G, relu, in, 2, NULL, 0, -1));
-    FAILS_NULL(tj_node_create_op(G, relu, NULL, 1, NULL, 0, -1));
-    FAILS_NULL(tj_node_create(NULL, TJ_NODE_NONE, NULL, 0, 1));
-    FAILS_NULL(tj_node_create(G, TJ_NODE_OP, NULL, 0, 1));
-    FAILS_NULL(tj_node_create(G, (tj_node_kind)99, NULL, 0, 1));
-    FAILS_NULL(tj_node_create(G, TJ_NODE_LIST_CONSTRUCT, NULL, 0, -1));
-    FAILS_NULL(tj_node_create_constant(NULL, TJ_ATTR_INT, &one));
-    FAILS_NULL(tj_node_create_constant(G, TJ_ATTR_INT, NULL));
-    FAILS_NULL(tj_node_create_constant(G, TJ_ATTR_TENSOR, &one));
-    FAILS_NULL(tj_node_create_constant(G, (tj_attr_kind)99, &one));
-    FAILS_NULL(tj_node_create_tensor_constant(NULL, T));
-    FAILS_NULL(tj_node_create_tensor_constant(G, NULL));
-    FAILS_NULL(tj_node_create_fusion_group(NULL, NULL, NULL, 0));
-    FAILS_NULL(tj_node_create_fusion_group(G, NULL, NULL, 0));
-    FAILS_NULL(tj_node_create_fusion_group(G, G, NULL, 0)); /* not a subgraph of its own */
-}
-
-static void c_node_access(void) {
-    FAILS_WITH(tj_node_kind_of(NULL), TJ_NUM_NODE_KINDS);
-    FAILS_NULL(tj_node_op(NULL));
-    FAILS_NULL(tj_node_name(NULL));
-    FAILS_WITH(tj_node_id(NULL), -1);
-    FAILS_NULL(tj_node_graph(NULL));
-    FAILS_NULL(tj_node_block(NULL));
-    FAILS_WITH(tj_node_num_inputs(NULL), -1);
-    FAILS_NULL(tj_node_input(NULL, 0));
-    FAILS_NULL(tj_node_input(N, 1));
-    FAILS_NULL(tj_node_input(N, -1));
-    FAILS_WITH(tj_node_num_outputs(NULL), -1);
-    FAILS_NULL(tj_node_output(NULL, 0));
-    FAILS_NULL(tj_node_output(N, 1));
-    FAILS_NULL(tj_node_next(NULL));
-    FAILS_NULL(tj_node_prev(NULL));
-    FAILS_WITH(tj_node_is_before(NULL, N), false);
-    FAILS_WITH(tj_node_is_before(N, NULL), false);
-}
-
-static void c_node_attrs(void) {
-    tj_attr one = {.i = 1};
-    tj_graph *sub = tj_graph_new();
-    FAILS_WITH(tj_node_num_attrs(NULL), -1);
-    FAILS_NULL(tj_node_attr_name(NULL, 0));
-    FAILS_NULL(tj_node_attr_name(N, 0)); /* relu has none */
-    FAILS_WITH(tj_node_attr_kind(N, 0), TJ_NUM_ATTR_KINDS);
-    FAILS_NULL(tj_node_attr(N, -1));
-    FAILS_NULL(tj_node_attrs(NULL));
-    FAILS_WITH(tj_node_attr_index(NULL, "dim"), -1);
-    FAILS_WITH(tj_node_attr_index(N, NULL), -1);
-    FAILS_STATUS(tj_node_set_attr(NULL, "dim", TJ_ATTR_INT, &one));
-    FAILS_STATUS(tj_node_set_attr(N, NULL, TJ_ATTR_INT, &one));
-    FAILS_STATUS(tj_node_set_attr(N, "dim", TJ_ATTR_INT, &one));
-    FAILS_NULL(tj_node_tensor(NULL));
-    FAILS_NULL(tj_node_subgraph(NULL));
-    FAILS_STATUS(tj_node_set_subgraph(NULL, sub));
-    FAILS_STATUS(tj_node_set_subgraph(N, sub)); /* relu holds no subgraph */
-    tj_graph_free(sub);
-}
-
-static void c_editing(void) {
-    tj_node *ret = tj_block_return(B);
-    FAILS_STATUS(tj_node_insert_before(NULL, ret));
-    FAILS_STATUS(tj_node_insert_before(N, NULL));
-    FAILS_STATUS(tj_node_insert_after(NULL, ret));
-    FAILS_STATUS(tj_node_insert_after(N, ret)); /* already in a block */
-    FAILS_STATUS(tj_node_move_before(NULL, ret));
-    FAILS_STATUS(tj_node_move_before(N, NULL));
-    FAILS_STATUS(tj_node_move_after(NULL, N));
-    FAILS_STATUS(tj_node_move_after(N, ret)); /* after prim::Return */
-    FAILS_STATUS(tj_node_destroy(NULL));
-    FAILS_STATUS(tj_node_destroy(N)); /* its output is still used */
-    FAILS_STATUS(tj_node_destroy(ret));
-    FAILS_STATUS(tj_node_set_input(NULL, 0, V));
-    FAILS_STATUS(tj_node_set_input(N, 3, V));
-    FAILS_STATUS(tj_node_set_input(N, 0, NULL));
-    FAILS_STATUS(tj_node_add_input(NULL, V));
-    FAILS_STATUS(tj_node_add_input(N, NULL));
-    FAILS_STATUS(tj_node_remove_input(NULL, 0));
-    FAILS_STATUS(tj_node_remove_input(N, 5));
-    FAILS_NULL(tj_node_add_output(NULL, NULL));
-    FAILS_NULL(tj_node_add_output(ret, NULL));
-    FAILS_STATUS(tj_node_remove_output(NULL, 0));
-    FAILS_STATUS(tj_node_remove_output(N, 5));
-    FAILS_STATUS(tj_node_remove_output(N, 0)); /* still used */
-}
-
-static void c_values(void) {
-    tj_type bad = tj_type_tensor();
-    bad.dtype = 42;
-    FAILS_NULL(tj_value_type(NULL));
-    FAILS_STATUS(tj_value_set_type(NULL, &bad));
-    FAILS_STATUS(tj_value_set_type(V, NULL));
-    FAILS_STATUS(tj_value_set_type(V, &bad));
-    FAILS_NULL(tj_value_name(NULL));
-    FAILS_STATUS(tj_value_set_name(NULL, "x"));
-    FAILS_WITH(tj_value_id(NULL), -1);
-    FAILS_NULL(tj_value_node(NULL));
-    FAILS_WITH(tj_value_offset(NULL), -1);
-    FAILS_NULL(tj_value_graph(NULL));
-    FAILS_WITH(tj_value_num_uses(NULL), -1);
-    FAILS_NULL(tj_value_use(NULL, 0).user);
-    FAILS_NULL(tj_value_use(V, 5).user);
-    FAILS_STATUS(tj_value_replace_uses(NULL, V));
-    FAILS_STATUS(tj_value_replace_uses(V, NULL));
-    FAILS_STATUS(tj_value_replace_uses_after(NULL, V, N));
-    FAILS_STATUS(tj_value_replace_uses_after(V, NULL, N));
-}
-
-static void c_cloning(void) {
-    tj_value_map *m = NULL;
-    WORKS(m = tj_value_map_new());
-    FAILS_STATUS(tj_value_map_set(NULL, V, V));
-    FAILS_STATUS(tj_value_map_set(m, NULL, V));
-    FAILS_STATUS(tj_value_map_set(m, V, NULL));
-    FAILS_NULL(tj_value_map_get(NULL, V));
-    FAILS_NULL(tj_value_map_get(m, NULL));
-    WORKS(assert_null(tj_value_map_get(m, V))); /* absent: not an error */
-    FAILS_NULL(tj_graph_clone(NULL, m));
-    FAILS_NULL(tj_node_clone(NULL, N, m));
-    FAILS_NULL(tj_node_clone(G, NULL, m));
-    FAILS_NULL(tj_node_clone(G, N, NULL));
-    FAILS_NULL(tj_node_clone(G, N, m)); /* its input is not in the map */
-    tj_value *outs[1];
-    FAILS_STATUS(tj_graph_insert_before(NULL, G, (tj_value *[]){V}, outs));
-    FAILS_STATUS(tj_graph_insert_before(N, NULL, (tj_value *[]){V}, outs));
-    FAILS_STATUS(tj_graph_insert_before(N, G, NULL, outs));
-    tj_value_map_free(m);
-    WORKS(tj_value_map_free(NULL));
-}
-
-static void c_text(void) {
-    tj_status st = TJ_OK;
-    FAILS_NULL(tj_graph_to_string(NULL, 0));
-    FAILS_NULL(tj_graph_parse(NULL, &st));
-    assert_int_equal(st, TJ_ERR_ARG);
-    FAILS_NULL(tj_graph_parse("graph(%x : Float(2)):\n  return (%y)\n", &st));
-    FAILS_NULL(tj_graph_parse_n(NULL, 4, NULL));
-    FAILS_NULL(tj_graph_parse_n("graph(", 6, NULL));
-    FAILS_STATUS(tj_graph_verify(NULL));
-    FAILS_NULL(tj_graph_to_dot(NULL, 0));
-}
-
-/* ---- passes.h, profile.h, onnx.h, version.h ---------------------------------------------- */
-
-static void c_passes(void) {
-    bool wrt[1] = {true};
-    tj_gradient gr;
-    FAILS_STATUS(tj_run_passes(NULL, "dce"));
-    FAILS_STATUS(tj_run_passes(G, NULL));
-    FAILS_STATUS(tj_run_passes(G, "dce,no_such_pass"));
-    WORKS(assert_non_null(tj_default_pipeline()));
-    FAILS_NULL(tj_find_pass(NULL));
-    FAILS_NULL(tj_find_pass("no_such_pass"));
-    WORKS(assert_true(tj_num_passes() > 0));
-    FAILS_NULL(tj_pass_name(-1));
-    FAILS_NULL(tj_pass_name(tj_num_passes()));
-    FAILS_STATUS(tj_pass_dce(NULL));
-    FAILS_STATUS(tj_pass_cse(NULL));
-    FAILS_STATUS(tj_pass_constant_fold(NULL));
-    FAILS_STATUS(tj_pass_peephole(NULL));
-    FAILS_STATUS(tj_pass_canonicalize(NULL));
-    FAILS_STATUS(tj_pass_fuse(NULL));
-    FAILS_STATUS(tj_autodiff(NULL, wrt, &gr));
-    FAILS_STATUS(tj_autodiff(G, NULL, &gr));
-    FAILS_STATUS(tj_autodiff(G, wrt, NULL));
-    WORKS(tj_gradient_free(NULL));
-    FAILS_NULL(tj_grad_graph(NULL, wrt));
-    FAILS_NULL(tj_grad_graph(G, NULL));
-}
+/* ---- profile.h, version.h (ir.h, passes.h, onnx.h: tests/support/api_checks_ir.c) --- */
 
 static void c_profile(void) {
     FAILS_STATUS(tj_program_profile(NULL, true));
@@ -629,28 +346,6 @@ static void c_profile(void) {
     FAILS_NULL(tj_profile_report(P)); /* never profiled */
     FAILS_STATUS(tj_profile_write_trace(NULL, "/tmp/unused.json"));
     FAILS_STATUS(tj_profile_write_trace(P, NULL));
-}
-
-static void c_onnx(void) {
-    void *data = NULL;
-    size_t len = 0;
-    bool ok = true;
-    FAILS_STATUS(tj_graph_export_onnx(NULL, "/nonexistent/x.onnx", NULL));
-    FAILS_STATUS(tj_graph_export_onnx(G, NULL, NULL));
-    FAILS_STATUS(tj_graph_export_onnx_bytes(NULL, NULL, &data, &len));
-    FAILS_STATUS(tj_graph_export_onnx_bytes(G, NULL, NULL, &len));
-    FAILS_STATUS(tj_graph_export_onnx_bytes(G, NULL, &data, NULL));
-    FAILS_NULL(tj_graph_import_onnx(NULL));
-    FAILS_NULL(tj_graph_import_onnx("/nonexistent/x.onnx"));
-    FAILS_NULL(tj_graph_import_onnx_ex(NULL, NULL));
-    FAILS_NULL(tj_graph_import_onnx_bytes(NULL, 4, NULL));
-    FAILS_NULL(tj_graph_import_onnx_bytes("\xff\xff\xff\xff", 4, NULL));
-    FAILS_NULL(tj_onnx_load_tensor(NULL));
-    FAILS_NULL(tj_onnx_load_tensor("/nonexistent/x.pb"));
-    FAILS_NULL(tj_onnx_export_form(tj_op_find("aten::relu"), NULL));
-    FAILS_SILENTLY(tj_onnx_export_form(NULL, &ok));
-    assert_false(ok);
-    WORKS(tj_onnx_available());
 }
 
 static void c_version(void) {
@@ -698,40 +393,40 @@ static const api_entry table[] = {
     {"tj_function_new tj_function_call tj_function_get_stats tj_function_free", c_functions},
     {"tj_load_npy tj_save_npy", c_npy},
     {"tj_type_tensor tj_type_tensor_of tj_type_contiguous tj_type_of_tensor tj_type_scalar "
-     "tj_type_list tj_type_equal tj_type_check tj_type_to_string", c_types},
+     "tj_type_list tj_type_equal tj_type_check tj_type_to_string", tt_api_types},
     {"tj_graph_new tj_graph_free tj_graph_block tj_graph_owner tj_graph_add_input "
      "tj_graph_num_inputs tj_graph_input tj_graph_add_output tj_graph_num_outputs "
-     "tj_graph_output", c_graphs},
+     "tj_graph_output", tt_api_graphs},
     {"tj_block_graph tj_block_num_inputs tj_block_input tj_block_add_input "
      "tj_block_remove_input tj_block_num_outputs tj_block_output tj_block_add_output "
      "tj_block_set_output tj_block_remove_output tj_block_first tj_block_last tj_block_param "
-     "tj_block_return tj_block_num_nodes tj_block_append", c_blocks},
+     "tj_block_return tj_block_num_nodes tj_block_append", tt_api_blocks},
     {"tj_node_kind_name tj_attr_kind_name tj_node_create_op tj_node_create "
      "tj_node_create_constant tj_node_create_tensor_constant tj_node_create_fusion_group",
-     c_node_creation},
+     tt_api_node_creation},
     {"tj_node_kind_of tj_node_op tj_node_name tj_node_id tj_node_graph tj_node_block "
      "tj_node_num_inputs tj_node_input tj_node_num_outputs tj_node_output tj_node_next "
-     "tj_node_prev tj_node_is_before", c_node_access},
+     "tj_node_prev tj_node_is_before", tt_api_node_access},
     {"tj_node_num_attrs tj_node_attr_name tj_node_attr_kind tj_node_attr tj_node_attrs "
      "tj_node_attr_index tj_node_set_attr tj_node_tensor tj_node_subgraph tj_node_set_subgraph",
-     c_node_attrs},
+     tt_api_node_attrs},
     {"tj_node_insert_before tj_node_insert_after tj_node_move_before tj_node_move_after "
      "tj_node_destroy tj_node_set_input tj_node_add_input tj_node_remove_input "
-     "tj_node_add_output tj_node_remove_output", c_editing},
+     "tj_node_add_output tj_node_remove_output", tt_api_editing},
     {"tj_value_type tj_value_set_type tj_value_name tj_value_set_name tj_value_id tj_value_node "
      "tj_value_offset tj_value_graph tj_value_num_uses tj_value_use tj_value_replace_uses "
-     "tj_value_replace_uses_after", c_values},
+     "tj_value_replace_uses_after", tt_api_values},
     {"tj_value_map_new tj_value_map_free tj_value_map_set tj_value_map_get tj_graph_clone "
-     "tj_node_clone tj_graph_insert_before", c_cloning},
+     "tj_node_clone tj_graph_insert_before", tt_api_cloning},
     {"tj_graph_to_string tj_graph_parse tj_graph_parse_n tj_graph_verify tj_graph_to_dot",
-     c_text},
+     tt_api_text},
     {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_dce "
      "tj_pass_cse tj_pass_constant_fold tj_pass_peephole tj_pass_canonicalize tj_pass_fuse "
-     "tj_autodiff tj_gradient_free tj_grad_graph", c_passes},
+     "tj_autodiff tj_gradient_free tj_grad_graph", tt_api_passes},
     {"tj_program_profile tj_profile_reset tj_profile_report tj_profile_write_trace", c_profile},
     {"tj_graph_export_onnx tj_graph_export_onnx_bytes tj_graph_import_onnx "
      "tj_graph_import_onnx_ex tj_graph_import_onnx_bytes tj_onnx_load_tensor "
-     "tj_onnx_export_form tj_onnx_available", c_onnx},
+     "tj_onnx_export_form tj_onnx_available", tt_api_onnx},
     {"tj_version tj_build_info", c_version},
 };
 enum { N_ENTRIES = sizeof table / sizeof table[0] };
