@@ -32,6 +32,25 @@ struct tj_tensor {
     char *name;
 };
 
+/* Ownership checks of debug builds (core/refcheck.c). A released header is
+ * retired: its count poisoned, kept a while so a later use is recognised.
+ * tjc_check_live aborts, naming the tensor, on a retired one; it costs
+ * nothing without TJIT_DEBUG_REFCOUNT. */
+#define TJC_REFCOUNT_POISON (-0x5eadbeefL)
+#ifdef TJIT_DEBUG_REFCOUNT
+void tjc_refcount_retire(tj_tensor *t);
+void tjc_refcount_misuse(const tj_tensor *t, const char *fn) __attribute__((noreturn));
+static inline void tjc_check_live(const tj_tensor *t, const char *fn) {
+    if (t && atomic_load_explicit(&((tj_tensor *)t)->refcount, memory_order_relaxed) <= 0)
+        tjc_refcount_misuse(t, fn);
+}
+#else
+static inline void tjc_check_live(const tj_tensor *t, const char *fn) {
+    (void)t;
+    (void)fn;
+}
+#endif
+
 /* A contiguous tensor, not registered with any scope (for use inside ops). */
 tj_tensor *tjc_alloc(const int64_t *sizes, int ndim, tj_dtype dtype);
 /* A view of base's storage with the given geometry (offset in elements). */
@@ -159,6 +178,9 @@ enum tjc_op_id {
 
 /* The table, indexed by op id (parsed schemas filled on first use). */
 const tj_op_info *tjc_op(int id);
+/* The op of a qualified name, or NULL, leaving the error state alone (for
+ * lookups that try several names). */
+const tj_op_info *tjc_op_find(const char *qualified_name);
 
 /* Parses "(Tensor self, int dim=0) -> Tensor" into s (nothing to free on
  * failure). The table's schemas live as long as the process; others are

@@ -62,7 +62,13 @@ tj_status tjc_copy_bytes(void *dst, tj_device dst_dev, const void *src, tj_devic
 /* ---- public ------------------------------------------------------------------ */
 
 const char *tj_device_to_string(tj_device d, char *buf, size_t n) {
-    if (!buf || n == 0) return NULL;
+    if (!buf || n == 0)
+        return tjc_error(TJ_ERR_ARG, "tj_device_to_string: %s", buf ? "n is 0" : "buf is NULL"),
+               NULL;
+    if ((unsigned)d.type >= TJ_NUM_DEVICE_TYPES || d.index < 0)
+        return tjc_error(TJ_ERR_ARG, "tj_device_to_string: invalid device (type %d, index %d)",
+                         (int)d.type, d.index),
+               NULL;
     return tjc_fmt_device(buf, n, d);
 }
 
@@ -93,9 +99,20 @@ tj_status tj_device_parse(const char *text, tj_device *out) {
 }
 
 int tj_device_count(tj_device_type type) {
+    if ((unsigned)type >= TJ_NUM_DEVICE_TYPES)
+        return tjc_error(TJ_ERR_ARG, "tj_device_count: invalid device type %d", (int)type), -1;
     if (type == TJ_CPU) return 1;
     const tjc_device_backend *b = tjc_device_backend_of(type);
-    return b && b->device_count ? b->device_count() : 0;
+    if (!b || !b->device_count) return 0;
+    /* a question, not a failure: the backend's reason for finding no device
+     * (no driver, no GPU) must not become this thread's pending error */
+    tj_status before = tj_last_status();
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", tj_last_error());
+    int n = b->device_count();
+    if (before == TJ_OK) tj_clear_error();
+    else tjc_error(before, "%s", saved);
+    return n;
 }
 
 bool tj_cuda_is_available(void) { return tj_device_count(TJ_CUDA) > 0; }
@@ -103,7 +120,7 @@ int tj_cuda_device_count(void) { return tj_device_count(TJ_CUDA); }
 
 tj_status tj_cuda_synchronize(void) {
     const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
-    int n = b ? b->device_count() : 0;
+    int n = b ? tj_device_count(TJ_CUDA) : 0;
     if (n == 0) return tjc_error(TJ_ERR_DEVICE, "tj_cuda_synchronize: no CUDA device is available");
     for (int i = 0; i < n; i++) {
         tj_status st = b->synchronize(i);
@@ -115,7 +132,7 @@ tj_status tj_cuda_synchronize(void) {
 tj_status tj_cuda_memory_stats(int device, tj_memory_stats *out) {
     if (!out) return tjc_error(TJ_ERR_ARG, "tj_cuda_memory_stats: out is NULL");
     const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
-    int n = b ? b->device_count() : 0;
+    int n = b ? tj_device_count(TJ_CUDA) : 0;
     if (device < 0 || device >= n)
         return tjc_error(TJ_ERR_DEVICE, "tj_cuda_memory_stats: cuda:%d is not an available device "
                          "(%d found)", device, n);
@@ -126,7 +143,7 @@ tj_status tj_cuda_memory_stats(int device, tj_memory_stats *out) {
 
 tj_status tj_cuda_empty_cache(void) {
     const tjc_device_backend *b = tjc_device_backend_of(TJ_CUDA);
-    int n = b ? b->device_count() : 0;
+    int n = b ? tj_device_count(TJ_CUDA) : 0;
     for (int i = 0; i < n && b->empty_cache; i++) {
         tj_status st = b->empty_cache(i);
         if (st) return st;
@@ -174,6 +191,9 @@ tj_tensor *tj_to_device(tj_tensor *t, tj_device device) {
 
 tj_status tj_move_to_device(tj_tensor *t, tj_device device) {
     if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_move_to_device: tensor is NULL");
+    if ((unsigned)device.type >= TJ_NUM_DEVICE_TYPES)
+        return tjc_error(TJ_ERR_ARG, "tj_move_to_device: invalid device type %d",
+                         (int)device.type);
     if (tjc_same_device(t->storage->device, device)) return TJ_OK;
     tj_tensor *moved = tjc_to_device(t, device);
     if (!moved) return tj_last_status();

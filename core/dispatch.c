@@ -87,9 +87,15 @@ const tj_op_info *tjc_op(int id) {
 }
 
 int tj_op_count(void) { return TJ_OP__COUNT; }
-const tj_op_info *tj_op_at(int id) { return tjc_op(id); }
+const tj_op_info *tj_op_at(int id) {
+    const tj_op_info *op = tjc_op(id);
+    if (!op)
+        tjc_error(TJ_ERR_ARG, "tj_op_at: op id %d is out of range (the table has ops 0 to %d)", id,
+                  TJ_OP__COUNT - 1);
+    return op;
+}
 
-const tj_op_info *tj_op_find(const char *qualified_name) {
+const tj_op_info *tjc_op_find(const char *qualified_name) {
     pthread_once(&table_once, init_table);
     if (!qualified_name) return NULL;
     for (int i = 0; i < TJ_OP__COUNT; i++)
@@ -97,11 +103,24 @@ const tj_op_info *tj_op_find(const char *qualified_name) {
     return NULL;
 }
 
+const tj_op_info *tj_op_find(const char *qualified_name) {
+    if (!qualified_name) return tjc_error(TJ_ERR_ARG, "tj_op_find: the name is NULL"), NULL;
+    const tj_op_info *op = tjc_op_find(qualified_name);
+    if (!op)
+        tjc_error(TJ_ERR_ARG, "tj_op_find: no op is named '%.200s' (qualified names look like "
+                  "\"aten::add.Scalar\"; tjit list prints them)", qualified_name);
+    return op;
+}
+
+/* A NULL op is what tj_node_op gives for a prim node, so the accessors
+ * answer for it (-1, NULL, TJ_NUM_KINDS) without an error: chains such as
+ * tj_op_id(tj_node_op(n)) stay quiet, and an error already pending (from a
+ * tj_op_find that found nothing) keeps its message. */
 int tj_op_id(const tj_op_info *op) { return op ? op->id : -1; }
 const char *tj_op_name(const tj_op_info *op) { return op ? op->name : NULL; }
 const char *tj_op_schema_text(const tj_op_info *op) { return op ? op->schema_text : NULL; }
 const tj_schema *tj_op_schema(const tj_op_info *op) { return op ? &op->schema : NULL; }
-tj_op_kind tj_op_kind_of(const tj_op_info *op) { return op->kind; }
+tj_op_kind tj_op_kind_of(const tj_op_info *op) { return op ? op->kind : TJ_NUM_KINDS; }
 const tj_op_info *tj_op_inplace_variant(const tj_op_info *op) {
     return op && op->inplace_variant >= 0 ? tjc_op(op->inplace_variant) : NULL;
 }
@@ -111,7 +130,9 @@ const char *tj_op_kind_name(tj_op_kind k) {
         "pointwise", "reduction", "view", "shape", "matmul",
         "conv", "nn", "random", "composite",
     };
-    return (unsigned)k < TJ_NUM_KINDS ? names[k] : "invalid";
+    if ((unsigned)k >= TJ_NUM_KINDS)
+        return tjc_error(TJ_ERR_ARG, "tj_op_kind_name: invalid kind %d", (int)k), "invalid";
+    return names[k];
 }
 
 const char *tjc_input_name(const tj_op_info *op, int i) {
@@ -204,6 +225,8 @@ static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_
     } else if (n_in != s->n_tensor_args) {
         return tjc_error(TJ_ERR_ARG, "%s: takes %d tensor inputs, got %d", op->name,
                          s->n_tensor_args, n_in);
+    } else if (n_in > 0 && !in) {
+        return tjc_error(TJ_ERR_ARG, "%s: the input array is NULL", op->name);
     }
     int first = -1;
     for (int i = 0; i < n_in; i++) {
@@ -217,6 +240,7 @@ static tj_status check_inputs(const tj_op_info *op, tj_tensor *const *in, int n_
             return tjc_last_or(TJ_ERR_ARG, "%s: argument '%s' is NULL", op->name,
                                tjc_input_name(op, i));
         }
+        tjc_check_live(in[i], op->name);
         if (first < 0) {
             first = i;
             *device = in[i]->storage->device;

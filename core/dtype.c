@@ -14,10 +14,18 @@ static const struct {
     [TJ_BOOL] = {"bool", 1, 0},
 };
 
-const char *tj_dtype_name(tj_dtype d) {
-    return (unsigned)d < TJ_NUM_DTYPES ? dtype_facts[d].name : "invalid";
+static bool valid_dtype(const char *fn, tj_dtype d) {
+    if ((unsigned)d < TJ_NUM_DTYPES) return true;
+    tjc_error(TJ_ERR_DTYPE, "%s: invalid dtype %d (expected 0 to %d)", fn, (int)d,
+              TJ_NUM_DTYPES - 1);
+    return false;
 }
-size_t tj_dtype_size(tj_dtype d) { return (unsigned)d < TJ_NUM_DTYPES ? dtype_facts[d].size : 0; }
+
+const char *tj_dtype_name(tj_dtype d) {
+    return valid_dtype("tj_dtype_name", d) ? dtype_facts[d].name : "invalid";
+}
+size_t tj_dtype_size(tj_dtype d) { return valid_dtype("tj_dtype_size", d) ? dtype_facts[d].size : 0; }
+/* A predicate, also asked of unknown dtypes (TJ_UNKNOWN in graph types): no error. */
 bool tj_dtype_is_float(tj_dtype d) { return d == TJ_F32 || d == TJ_F64; }
 int tjc_dtype_category(tj_dtype d) { return dtype_facts[d].category; }
 

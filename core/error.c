@@ -39,7 +39,8 @@ const char *tj_status_name(tj_status s) {
         "ok", "bad argument", "shape mismatch", "unsupported dtype", "device mismatch",
         "out of memory", "parse error", "unsupported", "i/o error", "internal error",
     };
-    if ((unsigned)s >= sizeof names / sizeof names[0]) return "unknown status";
+    if ((unsigned)s >= sizeof names / sizeof names[0])
+        return tjc_error(TJ_ERR_ARG, "tj_status_name: invalid status %d", (int)s), "unknown status";
     return names[s];
 }
 

@@ -40,8 +40,23 @@ static tj_dtype promote_inputs(tj_tensor *const *in, int from, int n) {
     return dim_t;
 }
 
+/* Floating-point ops that PyTorch refuses on integer and bool tensors instead
+ * of promoting them (its kernels exist for floating dtypes only). */
+static bool float_inputs_only(const tj_op_info *op) {
+    int base = op->inplace_of >= 0 ? op->inplace_of : op->id;
+    return base == TJ_OP_gelu || base == TJ_OP_silu || base == TJ_OP_lerp ||
+           base == TJ_OP_lerp_tensor;
+}
+
 tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_dtype *compute,
                        tj_dtype *result) {
+    if (float_inputs_only(op))
+        for (int i = 0; i < n_in; i++)
+            if (in[i] && !tj_dtype_is_float(in[i]->dtype))
+                return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is %s, but the op takes only "
+                                 "floating-point tensors (as in PyTorch); convert with tj_to_dtype "
+                                 "first", op->name, tjc_input_name(op, i),
+                                 tj_dtype_name(in[i]->dtype));
     bool float_scalar = op->scalar_base >= 0 || op->pw_rule == TJC_PW_ARITH_FS;
     tj_dtype r;
     if (op->pw_rule == TJC_PW_SELECT) {

@@ -59,13 +59,20 @@ tj_generator *tj_generator_new(uint64_t seed) {
 void tj_generator_free(tj_generator *g) { free(g); }
 
 void tj_generator_set_state(tj_generator *g, uint64_t seed, uint64_t offset) {
-    if (!g) return;
+    if (!g) {
+        tjc_error(TJ_ERR_ARG, "tj_generator_set_state: generator is NULL");
+        return;
+    }
     g->seed = seed;
     g->offset = offset;
 }
 
-uint64_t tj_generator_seed(const tj_generator *g) { return g ? g->seed : 0; }
-uint64_t tj_generator_offset(const tj_generator *g) { return g ? g->offset : 0; }
+uint64_t tj_generator_seed(const tj_generator *g) {
+    return g ? g->seed : (tjc_error(TJ_ERR_ARG, "tj_generator_seed: generator is NULL"), 0);
+}
+uint64_t tj_generator_offset(const tj_generator *g) {
+    return g ? g->offset : (tjc_error(TJ_ERR_ARG, "tj_generator_offset: generator is NULL"), 0);
+}
 
 uint64_t tj_generator_reserve(tj_generator *g, uint64_t n) {
     if (!g) return tjc_error(TJ_ERR_ARG, "tj_generator_reserve: generator is NULL"), 0;

@@ -73,7 +73,9 @@ void tjc_scope_track(tj_tensor *t) {
 }
 
 tj_tensor *tj_keep(tj_tensor *t) {
-    if (!t || n_scopes == 0) return t;
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_keep: tensor is NULL"), NULL;
+    tjc_check_live(t, "tj_keep");
+    if (n_scopes == 0) return t;
     /* only the innermost scope: keeping twice, or keeping a tensor an outer
      * scope owns, changes nothing */
     int k = n_scopes - 1;

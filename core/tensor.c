@@ -136,16 +136,29 @@ void tjc_view_on_stack(tj_tensor *view, const tj_tensor *base, const int64_t *si
 }
 
 tj_tensor *tj_retain(tj_tensor *t) {
+#ifdef TJIT_DEBUG_REFCOUNT
+    if (t && atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed) <= 0)
+        tjc_refcount_misuse(t, "tj_retain");
+#else
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+#endif
     return t;
 }
 
 void tj_release(tj_tensor *t) {
     if (!t) return;
-    if (atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) == 1) {
+    long before = atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel);
+#ifdef TJIT_DEBUG_REFCOUNT
+    if (before <= 0) tjc_refcount_misuse(t, "tj_release");
+#endif
+    if (before == 1) {
         tjc_storage_release(t->storage);
+#ifdef TJIT_DEBUG_REFCOUNT
+        tjc_refcount_retire(t);
+#else
         free(t->name);
         free(t);
+#endif
     }
 }
 
@@ -285,14 +298,23 @@ tj_tensor *tj_from_array(const void *data, const int64_t *sizes, int ndim, tj_dt
 
 /* ---- accessors ------------------------------------------------------------- */
 
-int tj_ndim(const tj_tensor *t) { return t ? t->ndim : -1; }
-const int64_t *tj_sizes(const tj_tensor *t) { return t ? t->sizes : NULL; }
-const int64_t *tj_strides(const tj_tensor *t) { return t ? t->strides : NULL; }
-int64_t tj_numel(const tj_tensor *t) { return t ? tjc_numel(t->sizes, t->ndim) : 0; }
-int64_t tj_storage_offset(const tj_tensor *t) { return t ? t->offset : 0; }
-tj_dtype tj_tensor_dtype(const tj_tensor *t) { return t ? t->dtype : TJ_NUM_DTYPES; }
+/* A NULL tensor given to an accessor: keeps an error already pending (it
+ * names the op that returned the NULL), else names this call. */
+#define TENSOR_GET(fn, expr, bad) \
+    do {                             \
+        if (!t) return tjc_last_or(TJ_ERR_ARG, fn ": tensor is NULL"), bad; \
+        return expr;                 \
+    } while (0)
+int tj_ndim(const tj_tensor *t) { TENSOR_GET("tj_ndim", t->ndim, -1); }
+const int64_t *tj_sizes(const tj_tensor *t) { TENSOR_GET("tj_sizes", t->sizes, NULL); }
+const int64_t *tj_strides(const tj_tensor *t) { TENSOR_GET("tj_strides", t->strides, NULL); }
+int64_t tj_numel(const tj_tensor *t) { TENSOR_GET("tj_numel", tjc_numel(t->sizes, t->ndim), -1); }
+int64_t tj_storage_offset(const tj_tensor *t) { TENSOR_GET("tj_storage_offset", t->offset, -1); }
+tj_dtype tj_tensor_dtype(const tj_tensor *t) {
+    TENSOR_GET("tj_tensor_dtype", t->dtype, TJ_NUM_DTYPES);
+}
 tj_device tj_tensor_device(const tj_tensor *t) {
-    return t ? t->storage->device : (tj_device){TJ_CPU, 0};
+    TENSOR_GET("tj_tensor_device", t->storage->device, ((tj_device){TJ_NUM_DEVICE_TYPES, -1}));
 }
 
 int64_t tj_size(const tj_tensor *t, int dim) {
@@ -305,7 +327,7 @@ int64_t tj_size(const tj_tensor *t, int dim) {
 }
 
 bool tj_is_contiguous(const tj_tensor *t) {
-    if (!t) return false;
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_is_contiguous: tensor is NULL"), false;
     if (tjc_numel(t->sizes, t->ndim) == 0) return true; /* no element to be out of place */
     int64_t expected = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
@@ -317,19 +339,42 @@ bool tj_is_contiguous(const tj_tensor *t) {
 }
 
 bool tj_shares_storage(const tj_tensor *a, const tj_tensor *b) {
-    return a && b && a->storage == b->storage;
+    if (!a || !b) return tjc_last_or(TJ_ERR_ARG, "tj_shares_storage: a tensor is NULL"), false;
+    return a->storage == b->storage;
 }
 
 void *tj_data(tj_tensor *t) {
-    if (!t) return NULL;
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_data: tensor is NULL"), NULL;
     const tj_record_hook *h = tjc_record_hook();
     if (h && h->host_read && tjc_op_depth() == 0) h->host_read(h->ctx, t, "tj_data");
     return tjc_data_ptr(t);
 }
 
 double tj_get(const tj_tensor *t, const int64_t *index) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_get: tensor is NULL"), NAN;
+    return tj_get_n(t, index, t->ndim);
+}
+
+double tj_get_n(const tj_tensor *t, const int64_t *index, int n_index) {
+    if (!t) return tjc_last_or(TJ_ERR_ARG, "tj_get_n: tensor is NULL"), NAN;
+    if (n_index != t->ndim) {
+        char buf[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_ARG, "tj_get: %d indices given for a tensor of %d dims (sizes %s)",
+                         n_index, t->ndim, tjc_fmt_sizes(buf, sizeof buf, t->sizes, t->ndim)),
+               NAN;
+    }
+    if (t->ndim > 0 && !index) return tjc_error(TJ_ERR_ARG, "tj_get: index is NULL"), NAN;
     int64_t off = 0;
-    for (int d = 0; d < t->ndim; d++) off += index[d] * t->strides[d];
+    for (int d = 0; d < t->ndim; d++) {
+        if (index[d] < 0 || index[d] >= t->sizes[d]) {
+            char buf[TJC_SIZES_BUF];
+            return tjc_error(TJ_ERR_ARG, "tj_get: index %lld at dim %d is out of range for sizes "
+                             "%s", (long long)index[d], d,
+                             tjc_fmt_sizes(buf, sizeof buf, t->sizes, t->ndim)),
+                   NAN;
+        }
+        off += index[d] * t->strides[d];
+    }
     const char *p = tjc_data_ptr(t) + off * (int64_t)tj_dtype_size(t->dtype);
     double element[1]; /* a device's element is copied over first */
     if (t->storage->device.type != TJ_CPU) {
@@ -376,7 +421,7 @@ tj_status tj_tensor_set_name(tj_tensor *t, const char *name) {
     return TJ_OK;
 }
 
-const char *tj_tensor_name(const tj_tensor *t) { return t ? t->name : NULL; }
+const char *tj_tensor_name(const tj_tensor *t) { TENSOR_GET("tj_tensor_name", t->name, NULL); }
 
 /* ---- overlap --------------------------------------------------------------- */
 

@@ -232,7 +232,8 @@ char *tj_tensor_to_string(const tj_tensor *t) {
     buf b = {.s = malloc(256), .cap = 256};
     if (!b.s) return NULL;
     b.s[0] = '\0';
-    if (!t) {
+    if (!t) { /* printed as printf prints it, and the caller told */
+        tjc_last_or(TJ_ERR_ARG, "tj_tensor_to_string: tensor is NULL");
         put(&b, "(null)");
         return b.s;
     }

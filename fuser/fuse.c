@@ -41,6 +41,10 @@ static bool known_tensor(const tj_value *v) {
 static bool fusible_node(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP || !tjf_fusible_op(tj_node_op(n))) return false;
     if (tj_node_num_inputs(n) > 3) return false;
+    /* an integer power checks its exponent's data (no negative one), which
+     * the eager kernel does and fused loops do not */
+    if (tj_node_op(n)->id == TJ_OP_pow && tj_value_type(tj_node_output(n, 0))->dtype == TJ_I64)
+        return false;
     for (int i = 0; i < tj_node_num_inputs(n); i++)
         if (!known_tensor(tj_node_input(n, i))) return false;
     return known_tensor(tj_node_output(n, 0));

@@ -393,7 +393,10 @@ tjo_export_fn tjo_export_rule(int op_id, const char **text) {
 }
 
 const char *tj_onnx_export_form(const tj_op_info *op, bool *exportable) {
+    if (!exportable) return tjc_error(TJ_ERR_ARG, "tj_onnx_export_form: exportable is NULL"), NULL;
+    *exportable = false;
+    if (!op) return tjc_last_or(TJ_ERR_ARG, "tj_onnx_export_form: the op is NULL"), "no op";
     const char *text = NULL;
-    *exportable = op && tjo_export_rule(op->id, &text) != NULL;
-    return op ? text : "no op";
+    *exportable = tjo_export_rule(op->id, &text) != NULL;
+    return text;
 }

@@ -107,6 +107,7 @@ tj_tensor *tjo_tensor_from_proto(const Onnx__TensorProto *p, const char *what) {
 }
 
 tj_tensor *tj_onnx_load_tensor(const char *path) {
+    if (!path) return tjc_error(TJ_ERR_ARG, "tj_onnx_load_tensor: path is NULL"), NULL;
     size_t len = 0;
     void *data = tjo_read_file(path, &len);
     if (!data) return NULL;

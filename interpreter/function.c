@@ -75,7 +75,7 @@ void tj_function_free(tj_function *f) {
 
 tj_function_stats tj_function_get_stats(const tj_function *f) {
     tj_function_stats s = {0};
-    if (!f) return s;
+    if (!f) return tjc_last_or(TJ_ERR_ARG, "tj_function_get_stats: function is NULL"), s;
     pthread_mutex_lock((pthread_mutex_t *)&f->lock);
     s = f->stats;
     s.cached = f->n_entries;

@@ -120,7 +120,11 @@ tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts)
     int n_inputs = p->graph ? tj_graph_num_inputs(p->graph) : 0;
     p->bound = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
     p->user_input = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(int));
-    if (!p->graph || !p->bound || !p->user_input) {
+    if (!p->graph) { /* the clone's own message says why */
+        tj_program_free(p);
+        return tjc_last_or(TJ_ERR_INTERNAL, "tj_compile: copying the graph failed"), NULL;
+    }
+    if (!p->bound || !p->user_input) {
         tj_program_free(p);
         return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
     }
@@ -153,12 +157,23 @@ tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts)
     return p;
 }
 
-int tj_program_num_inputs(const tj_program *p) { return p ? p->n_user : -1; }
+/* A NULL program: keeps an error already pending (it names the call that
+ * returned the NULL, e.g. tj_compile), else names this one. */
+#define PROGRAM_GET(fn, expr, bad) \
+    do {                              \
+        if (!p) return tjc_last_or(TJ_ERR_ARG, fn ": program is NULL"), bad; \
+        return expr;                  \
+    } while (0)
+int tj_program_num_inputs(const tj_program *p) { PROGRAM_GET("tj_program_num_inputs", p->n_user, -1); }
 int tj_program_num_outputs(const tj_program *p) {
-    return p ? (p->backward ? p->n_user_outputs : p->code.n_outputs) : -1;
+    PROGRAM_GET("tj_program_num_outputs", p->backward ? p->n_user_outputs : p->code.n_outputs, -1);
 }
-const tj_graph *tj_program_graph(const tj_program *p) { return p ? p->graph : NULL; }
-char *tj_program_code_to_string(const tj_program *p) { return p ? tji_code_to_string(&p->code) : NULL; }
+const tj_graph *tj_program_graph(const tj_program *p) {
+    PROGRAM_GET("tj_program_graph", p->graph, NULL);
+}
+char *tj_program_code_to_string(const tj_program *p) {
+    PROGRAM_GET("tj_program_code_to_string", tji_code_to_string(&p->code), NULL);
+}
 
 static tj_status check_input(const tj_program *p, int k, const tj_tensor *t) {
     int gi = p->user_input[k];

@@ -210,6 +210,7 @@ tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
 }
 
 void tj_program_zero_grad(tj_program *p) {
+    if (!p) tjc_last_or(TJ_ERR_ARG, "tj_program_zero_grad: program is NULL");
     if (p && p->param_grad) release_all(p->param_grad, p->n_graph_inputs);
 }
 
@@ -232,5 +233,6 @@ tj_status tj_program_saved(const tj_program *p, int *n_tensors, int64_t *n_bytes
 }
 
 const tj_graph *tj_program_backward_graph(const tj_program *p) {
+    if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_program_backward_graph: program is NULL"), NULL;
     return p && p->backward ? p->backward->graph : NULL;
 }

@@ -27,7 +27,9 @@ const tjir_prim *tjir_prim_info(tj_node_kind k) {
 }
 
 const char *tj_node_kind_name(tj_node_kind k) {
-    return (unsigned)k < TJ_NUM_NODE_KINDS ? prims[k].name : "invalid";
+    if ((unsigned)k >= TJ_NUM_NODE_KINDS)
+        return tjc_error(TJ_ERR_ARG, "tj_node_kind_name: invalid kind %d", (int)k), "invalid";
+    return prims[k].name;
 }
 
 const char *tj_attr_kind_name(tj_attr_kind k) {
@@ -35,7 +37,9 @@ const char *tj_attr_kind_name(tj_attr_kind k) {
         "int", "float", "bool", "str", "int[]", "float[]", "ScalarType",
         "None", "Generator", "Tensor", "Graph",
     };
-    return (unsigned)k < TJ_NUM_ATTR_KINDS ? names[k] : "invalid";
+    if ((unsigned)k >= TJ_NUM_ATTR_KINDS)
+        return tjc_error(TJ_ERR_ARG, "tj_attr_kind_name: invalid kind %d", (int)k), "invalid";
+    return names[k];
 }
 
 bool tjir_kind_is_constant_value(tj_attr_kind k) {
@@ -363,23 +367,41 @@ tj_status tj_node_set_subgraph(tj_node *n, tj_graph *subgraph) {
 
 /* ---- attribute access ------------------------------------------------------------------------ */
 
-int tj_node_num_attrs(const tj_node *n) { return n ? n->n_attrs : 0; }
-const tj_attr *tj_node_attrs(const tj_node *n) { return n ? n->attrs : NULL; }
-tj_tensor *tj_node_tensor(const tj_node *n) { return n ? n->tensor : NULL; }
-tj_graph *tj_node_subgraph(const tj_node *n) { return n ? n->subgraph : NULL; }
+/* A NULL node: keeps an error already pending (it names the call that
+ * returned the NULL), else names this one. */
+#define NODE_GET(fn, expr, bad) \
+    do {                           \
+        if (!n) return tjc_last_or(TJ_ERR_ARG, fn ": the node is NULL"), bad; \
+        return expr;               \
+    } while (0)
+int tj_node_num_attrs(const tj_node *n) { NODE_GET("tj_node_num_attrs", n->n_attrs, -1); }
+const tj_attr *tj_node_attrs(const tj_node *n) { NODE_GET("tj_node_attrs", n->attrs, NULL); }
+tj_tensor *tj_node_tensor(const tj_node *n) { NODE_GET("tj_node_tensor", n->tensor, NULL); }
+tj_graph *tj_node_subgraph(const tj_node *n) { NODE_GET("tj_node_subgraph", n->subgraph, NULL); }
+
+/* Whether n has attribute i; else sets an error naming fn. */
+static bool has_attr(const char *fn, const tj_node *n, int i) {
+    if (!n) return tjc_last_or(TJ_ERR_ARG, "%s: the node is NULL", fn), false;
+    if (i >= 0 && i < n->n_attrs) return true;
+    tjc_error(TJ_ERR_ARG, "%s: %s has no attribute %d (it has %d)", fn, tj_node_name(n), i,
+              n->n_attrs);
+    return false;
+}
 
 const char *tj_node_attr_name(const tj_node *n, int i) {
-    return n && i >= 0 && i < n->n_attrs ? n->attr_names[i] : NULL;
+    return has_attr("tj_node_attr_name", n, i) ? n->attr_names[i] : NULL;
 }
 tj_attr_kind tj_node_attr_kind(const tj_node *n, int i) {
-    return n && i >= 0 && i < n->n_attrs ? n->attr_kinds[i] : TJ_NUM_ATTR_KINDS;
+    return has_attr("tj_node_attr_kind", n, i) ? n->attr_kinds[i] : TJ_NUM_ATTR_KINDS;
 }
 const tj_attr *tj_node_attr(const tj_node *n, int i) {
-    return n && i >= 0 && i < n->n_attrs ? &n->attrs[i] : NULL;
+    return has_attr("tj_node_attr", n, i) ? &n->attrs[i] : NULL;
 }
 
 int tj_node_attr_index(const tj_node *n, const char *name) {
-    if (!n || !name) return -1;
+    if (!n || !name)
+        return tjc_last_or(TJ_ERR_ARG, "tj_node_attr_index: the %s is NULL", n ? "name" : "node"),
+               -1;
     for (int i = 0; i < n->n_attrs; i++)
         if (n->attr_names[i] && strcmp(n->attr_names[i], name) == 0) return i;
     return -1;

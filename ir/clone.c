@@ -32,7 +32,9 @@ tj_status tj_value_map_set(tj_value_map *m, const tj_value *from, tj_value *to) 
 }
 
 tj_value *tj_value_map_get(const tj_value_map *m, const tj_value *from) {
-    return m && from ? tjir_map_get(&m->m, from) : NULL;
+    if (!m || !from)
+        return tjc_error(TJ_ERR_ARG, "tj_value_map_get: the %s is NULL", m ? "value" : "map"), NULL;
+    return tjir_map_get(&m->m, from); /* NULL when absent: not an error */
 }
 
 /* ---- nodes ------------------------------------------------------------------------- */

@@ -74,8 +74,16 @@ void tj_graph_free(tj_graph *g) {
     free(g);
 }
 
-tj_block *tj_graph_block(tj_graph *g) { return g ? &g->block : NULL; }
-tj_node *tj_graph_owner(const tj_graph *g) { return g ? g->owner : NULL; }
+/* A NULL handle given to an accessor: keeps an error already pending (it
+ * names the call that returned the NULL), else names this one. */
+#define NULL_ARG(fn, what) tjc_last_or(TJ_ERR_ARG, fn ": " what " is NULL")
+
+tj_block *tj_graph_block(tj_graph *g) {
+    return g ? &g->block : (NULL_ARG("tj_graph_block", "the graph"), NULL);
+}
+tj_node *tj_graph_owner(const tj_graph *g) {
+    return g ? g->owner : (NULL_ARG("tj_graph_owner", "the graph"), NULL);
+}
 
 /* ---- use lists ------------------------------------------------------------------- */
 
@@ -118,26 +126,45 @@ static tj_status check_value(const char *fn, const tj_node *n, const tj_value *v
 
 /* ---- blocks ------------------------------------------------------------------------ */
 
-tj_graph *tj_block_graph(const tj_block *b) { return b ? b->graph : NULL; }
-int tj_block_num_inputs(const tj_block *b) { return b ? b->param->n_outputs : 0; }
-int tj_block_num_outputs(const tj_block *b) { return b ? b->ret->n_inputs : 0; }
-tj_node *tj_block_first(const tj_block *b) { return b ? b->first : NULL; }
-tj_node *tj_block_last(const tj_block *b) { return b ? b->last : NULL; }
-tj_node *tj_block_param(const tj_block *b) { return b ? b->param : NULL; }
-tj_node *tj_block_return(const tj_block *b) { return b ? b->ret : NULL; }
-int tj_block_num_nodes(const tj_block *b) { return b ? b->n_nodes : 0; }
+#define BLOCK_GET(fn, expr, bad) \
+    do {                            \
+        if (!b) return NULL_ARG(fn, "the block"), bad; \
+        return expr;                \
+    } while (0)
+tj_graph *tj_block_graph(const tj_block *b) { BLOCK_GET("tj_block_graph", b->graph, NULL); }
+int tj_block_num_inputs(const tj_block *b) {
+    BLOCK_GET("tj_block_num_inputs", b->param->n_outputs, -1);
+}
+int tj_block_num_outputs(const tj_block *b) {
+    BLOCK_GET("tj_block_num_outputs", b->ret->n_inputs, -1);
+}
+tj_node *tj_block_first(const tj_block *b) { BLOCK_GET("tj_block_first", b->first, NULL); }
+tj_node *tj_block_last(const tj_block *b) { BLOCK_GET("tj_block_last", b->last, NULL); }
+tj_node *tj_block_param(const tj_block *b) { BLOCK_GET("tj_block_param", b->param, NULL); }
+tj_node *tj_block_return(const tj_block *b) { BLOCK_GET("tj_block_return", b->ret, NULL); }
+int tj_block_num_nodes(const tj_block *b) { BLOCK_GET("tj_block_num_nodes", b->n_nodes, -1); }
+
+/* Entry i of a list of n, or NULL with a message naming fn and the range. */
+static tj_value *value_at(const char *fn, const char *what, tj_value *const *list, int n, int i) {
+    if (i >= 0 && i < n) return list[i];
+    tjc_error(TJ_ERR_ARG, "%s: %s %d is out of range (there %s %d)", fn, what, i,
+              n == 1 ? "is" : "are", n);
+    return NULL;
+}
 
 tj_value *tj_block_input(const tj_block *b, int i) {
-    return b && i >= 0 && i < b->param->n_outputs ? b->param->outputs[i] : NULL;
+    if (!b) return NULL_ARG("tj_block_input", "the block"), NULL;
+    return value_at("tj_block_input", "input", b->param->outputs, b->param->n_outputs, i);
 }
 
 tj_value *tj_block_output(const tj_block *b, int i) {
-    return b && i >= 0 && i < b->ret->n_inputs ? b->ret->inputs[i] : NULL;
+    if (!b) return NULL_ARG("tj_block_output", "the block"), NULL;
+    return value_at("tj_block_output", "output", b->ret->inputs, b->ret->n_inputs, i);
 }
 
 tj_value *tj_block_add_input(tj_block *b, const tj_type *type, const char *name) {
     if (!b) {
-        tjc_error(TJ_ERR_ARG, "tj_block_add_input: the block is NULL");
+        NULL_ARG("tj_block_add_input", "the block");
         return NULL;
     }
     tj_value *v = tj_node_add_output(b->param, type);
@@ -146,41 +173,50 @@ tj_value *tj_block_add_input(tj_block *b, const tj_type *type, const char *name)
 }
 
 tj_status tj_block_remove_input(tj_block *b, int i) {
-    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_remove_input: the block is NULL");
+    if (!b) return NULL_ARG("tj_block_remove_input", "the block");
     return tj_node_remove_output(b->param, i);
 }
 
 tj_status tj_block_add_output(tj_block *b, tj_value *v) {
-    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_add_output: the block is NULL");
+    if (!b) return NULL_ARG("tj_block_add_output", "the block");
     return tj_node_add_input(b->ret, v);
 }
 
 tj_status tj_block_set_output(tj_block *b, int i, tj_value *v) {
-    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_set_output: the block is NULL");
+    if (!b) return NULL_ARG("tj_block_set_output", "the block");
     return tj_node_set_input(b->ret, i, v);
 }
 
 tj_status tj_block_remove_output(tj_block *b, int i) {
-    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_remove_output: the block is NULL");
+    if (!b) return NULL_ARG("tj_block_remove_output", "the block");
     return tj_node_remove_input(b->ret, i);
 }
 
 tj_status tj_block_append(tj_block *b, tj_node *n) {
-    if (!b) return tjc_error(TJ_ERR_ARG, "tj_block_append: the block is NULL");
+    if (!b) return NULL_ARG("tj_block_append", "the block");
     return tj_node_insert_before(n, b->ret);
 }
 
 tj_value *tj_graph_add_input(tj_graph *g, const tj_type *type, const char *name) {
     return tj_block_add_input(tj_graph_block(g), type, name);
 }
-int tj_graph_num_inputs(const tj_graph *g) { return g ? tj_block_num_inputs(&g->block) : 0; }
-tj_value *tj_graph_input(const tj_graph *g, int i) { return g ? tj_block_input(&g->block, i) : NULL; }
+int tj_graph_num_inputs(const tj_graph *g) {
+    return g ? tj_block_num_inputs(&g->block) : (NULL_ARG("tj_graph_num_inputs", "the graph"), -1);
+}
+tj_value *tj_graph_input(const tj_graph *g, int i) {
+    if (!g) return NULL_ARG("tj_graph_input", "the graph"), NULL;
+    return value_at("tj_graph_input", "input", g->block.param->outputs,
+                    g->block.param->n_outputs, i);
+}
 tj_status tj_graph_add_output(tj_graph *g, tj_value *v) {
     return tj_block_add_output(tj_graph_block(g), v);
 }
-int tj_graph_num_outputs(const tj_graph *g) { return g ? tj_block_num_outputs(&g->block) : 0; }
+int tj_graph_num_outputs(const tj_graph *g) {
+    return g ? tj_block_num_outputs(&g->block) : (NULL_ARG("tj_graph_num_outputs", "the graph"), -1);
+}
 tj_value *tj_graph_output(const tj_graph *g, int i) {
-    return g ? tj_block_output(&g->block, i) : NULL;
+    if (!g) return NULL_ARG("tj_graph_output", "the graph"), NULL;
+    return value_at("tj_graph_output", "output", g->block.ret->inputs, g->block.ret->n_inputs, i);
 }
 
 /* ---- positions ------------------------------------------------------------------------
@@ -313,31 +349,42 @@ tj_status tj_node_move_after(tj_node *n, tj_node *pos) {
 }
 
 bool tj_node_is_before(const tj_node *a, const tj_node *b) {
-    if (!a || !b || !a->block || a->block != b->block) return false;
+    if (!a || !b) return NULL_ARG("tj_node_is_before", "a node"), false;
+    if (!a->block || a->block != b->block) return false;
     return a->pos < b->pos;
 }
 
 /* ---- nodes ----------------------------------------------------------------------------- */
 
-tj_node_kind tj_node_kind_of(const tj_node *n) { return n->kind; }
-const tj_op_info *tj_node_op(const tj_node *n) { return n && n->kind == TJ_NODE_OP ? n->op : NULL; }
-const char *tj_node_name(const tj_node *n) {
-    if (!n) return NULL;
-    return n->kind == TJ_NODE_OP ? tj_op_name(n->op) : tj_node_kind_name(n->kind);
+#define NODE_GET(fn, expr, bad) \
+    do {                           \
+        if (!n) return NULL_ARG(fn, "the node"), bad; \
+        return expr;               \
+    } while (0)
+tj_node_kind tj_node_kind_of(const tj_node *n) {
+    NODE_GET("tj_node_kind_of", n->kind, TJ_NUM_NODE_KINDS);
 }
-int tj_node_id(const tj_node *n) { return n ? n->id : -1; }
-tj_graph *tj_node_graph(const tj_node *n) { return n ? n->graph : NULL; }
-tj_block *tj_node_block(const tj_node *n) { return n ? n->block : NULL; }
-int tj_node_num_inputs(const tj_node *n) { return n ? n->n_inputs : 0; }
-int tj_node_num_outputs(const tj_node *n) { return n ? n->n_outputs : 0; }
+const tj_op_info *tj_node_op(const tj_node *n) {
+    NODE_GET("tj_node_op", n->kind == TJ_NODE_OP ? n->op : NULL, NULL);
+}
+const char *tj_node_name(const tj_node *n) {
+    NODE_GET("tj_node_name", n->kind == TJ_NODE_OP ? tj_op_name(n->op) : tj_node_kind_name(n->kind),
+             NULL);
+}
+int tj_node_id(const tj_node *n) { NODE_GET("tj_node_id", n->id, -1); }
+tj_graph *tj_node_graph(const tj_node *n) { NODE_GET("tj_node_graph", n->graph, NULL); }
+tj_block *tj_node_block(const tj_node *n) { NODE_GET("tj_node_block", n->block, NULL); }
+int tj_node_num_inputs(const tj_node *n) { NODE_GET("tj_node_num_inputs", n->n_inputs, -1); }
+int tj_node_num_outputs(const tj_node *n) { NODE_GET("tj_node_num_outputs", n->n_outputs, -1); }
 tj_value *tj_node_input(const tj_node *n, int i) {
-    return n && i >= 0 && i < n->n_inputs ? n->inputs[i] : NULL;
+    NODE_GET("tj_node_input", value_at("tj_node_input", "input", n->inputs, n->n_inputs, i), NULL);
 }
 tj_value *tj_node_output(const tj_node *n, int i) {
-    return n && i >= 0 && i < n->n_outputs ? n->outputs[i] : NULL;
+    NODE_GET("tj_node_output", value_at("tj_node_output", "output", n->outputs, n->n_outputs, i),
+             NULL);
 }
-tj_node *tj_node_next(const tj_node *n) { return n ? n->next : NULL; }
-tj_node *tj_node_prev(const tj_node *n) { return n ? n->prev : NULL; }
+tj_node *tj_node_next(const tj_node *n) { NODE_GET("tj_node_next", n->next, NULL); }
+tj_node *tj_node_prev(const tj_node *n) { NODE_GET("tj_node_prev", n->prev, NULL); }
 
 tj_status tj_node_add_input(tj_node *n, tj_value *v) {
     if (!n) return tjc_error(TJ_ERR_ARG, "tj_node_add_input: the node is NULL");
@@ -435,7 +482,9 @@ tj_status tj_node_destroy(tj_node *n) {
 
 /* ---- values ------------------------------------------------------------------------------ */
 
-const tj_type *tj_value_type(const tj_value *v) { return v ? &v->type : NULL; }
+const tj_type *tj_value_type(const tj_value *v) {
+    return v ? &v->type : (NULL_ARG("tj_value_type", "the value"), NULL);
+}
 
 tj_status tj_value_set_type(tj_value *v, const tj_type *type) {
     if (!v || !type) return tjc_error(TJ_ERR_ARG, "tj_value_set_type: NULL argument");
@@ -445,14 +494,24 @@ tj_status tj_value_set_type(tj_value *v, const tj_type *type) {
     return TJ_OK;
 }
 
-const char *tj_value_name(const tj_value *v) { return v ? v->name : NULL; }
-int tj_value_id(const tj_value *v) { return v ? v->id : -1; }
-tj_node *tj_value_node(const tj_value *v) { return v ? v->node : NULL; }
-int tj_value_offset(const tj_value *v) { return v ? v->offset : -1; }
-tj_graph *tj_value_graph(const tj_value *v) { return v ? v->node->graph : NULL; }
-int tj_value_num_uses(const tj_value *v) { return v ? v->n_uses : 0; }
+#define VALUE_GET(fn, expr, bad) \
+    do {                            \
+        if (!v) return NULL_ARG(fn, "the value"), bad; \
+        return expr;                \
+    } while (0)
+const char *tj_value_name(const tj_value *v) { VALUE_GET("tj_value_name", v->name, NULL); }
+int tj_value_id(const tj_value *v) { VALUE_GET("tj_value_id", v->id, -1); }
+tj_node *tj_value_node(const tj_value *v) { VALUE_GET("tj_value_node", v->node, NULL); }
+int tj_value_offset(const tj_value *v) { VALUE_GET("tj_value_offset", v->offset, -1); }
+tj_graph *tj_value_graph(const tj_value *v) { VALUE_GET("tj_value_graph", v->node->graph, NULL); }
+int tj_value_num_uses(const tj_value *v) { VALUE_GET("tj_value_num_uses", v->n_uses, -1); }
 tj_use tj_value_use(const tj_value *v, int i) {
-    if (!v || i < 0 || i >= v->n_uses) return (tj_use){NULL, -1};
+    if (!v) return NULL_ARG("tj_value_use", "the value"), (tj_use){NULL, -1};
+    if (i < 0 || i >= v->n_uses) {
+        tjc_error(TJ_ERR_ARG, "tj_value_use: use %d is out of range (the value has %d)", i,
+                  v->n_uses);
+        return (tj_use){NULL, -1};
+    }
     return v->uses[i];
 }
 
@@ -513,7 +572,8 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
         return TJ_OK;
     }
     size_t n = strlen(name);
-    if (n > 4096) return tjc_error(TJ_ERR_ARG, "tj_value_set_name: a name of %zu bytes", n);
+    if (n > SIZE_MAX - 32)
+        return tjc_error(TJ_ERR_ARG, "tj_value_set_name: a name of %zu bytes", n);
     /* room for a leading '_' and a ".<int>" suffix */
     char *clean = malloc(n + 32);
     if (!clean) return tjc_error(TJ_ERR_MEMORY, "tj_value_set_name: out of memory");

@@ -55,7 +55,11 @@ tj_status tj_graph_bind_input(tj_graph *g, int input, tj_tensor *t) {
 }
 
 tj_tensor *tj_graph_input_binding(const tj_graph *g, int input) {
-    if (!g || !g->meta || input < 0 || input >= g->meta->cap_bound) return NULL;
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_graph_input_binding: graph is NULL"), NULL;
+    if (input < 0 || input >= tj_graph_num_inputs(g))
+        return tjc_error(TJ_ERR_ARG, "tj_graph_input_binding: the graph has no input %d", input),
+               NULL;
+    if (!g->meta || input >= g->meta->cap_bound) return NULL; /* a plain input */
     return g->meta->bound[input];
 }
 
@@ -73,9 +77,15 @@ tj_status tj_graph_add_warning(tj_graph *g, const char *message) {
     return TJ_OK;
 }
 
-int tj_graph_num_warnings(const tj_graph *g) { return g && g->meta ? g->meta->n_warnings : 0; }
+int tj_graph_num_warnings(const tj_graph *g) {
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_graph_num_warnings: graph is NULL"), -1;
+    return g->meta ? g->meta->n_warnings : 0;
+}
 
 const char *tj_graph_warning(const tj_graph *g, int i) {
-    if (!g || !g->meta || i < 0 || i >= g->meta->n_warnings) return NULL;
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_graph_warning: graph is NULL"), NULL;
+    if (!g->meta || i < 0 || i >= g->meta->n_warnings)
+        return tjc_error(TJ_ERR_ARG, "tj_graph_warning: warning %d is out of range (the graph has "
+                         "%d)", i, g->meta ? g->meta->n_warnings : 0), NULL;
     return g->meta->warnings[i];
 }

@@ -107,7 +107,7 @@ static tj_node *make_node(tjir_parser *p, const char *name) {
         }
         if (is_fusion_ref(name)) kind = TJ_NODE_FUSION_GROUP;
     } else if ((op = tjir_resolve_plain(p, name, p->tok.line, p->tok.col)) != NULL ||
-               (!p->failed && (op = tj_op_find(name)) != NULL)) {
+               (!p->failed && (op = tjc_op_find(name)) != NULL)) {
         kind = TJ_NODE_OP; /* a full name, or a plain one (plain_names.c) */
     }
     if (p->failed) return NULL;

@@ -122,7 +122,7 @@ const tj_op_info *tjir_resolve_plain(tjir_parser *p, const char *name, int line,
     const tj_op_info *cands[MAX_CANDS];
     int n_cands = tjir_overloads(name, cands, MAX_CANDS);
     if (!n_cands) return NULL;
-    const tj_op_info *exact = tj_op_find(name);
+    const tj_op_info *exact = tjc_op_find(name);
     if (n_cands == 1) return cands[0];
     const char *attrs[MAX_ATTRS];
     int n_attrs, n_inputs;

@@ -41,7 +41,13 @@ tj_type tj_type_tensor(void) { return blank(TJ_TYPE_TENSOR); }
 tj_type tj_type_tensor_of(tj_dtype dtype, const int64_t *sizes, int ndim) {
     tj_type t = blank(TJ_TYPE_TENSOR);
     t.dtype = dtype;
-    if (ndim < 0 || ndim > TJ_MAX_DIMS || (ndim > 0 && !sizes)) return t;
+    if ((unsigned)dtype >= TJ_NUM_DTYPES)
+        tjc_error(TJ_ERR_DTYPE, "tj_type_tensor_of: invalid dtype %d", (int)dtype);
+    if (ndim < 0 || ndim > TJ_MAX_DIMS || (ndim > 0 && !sizes)) { /* the rank stays unknown */
+        tjc_error(TJ_ERR_ARG, "tj_type_tensor_of: %s",
+                  ndim > 0 && ndim <= TJ_MAX_DIMS ? "sizes is NULL" : "the rank is out of range");
+        return t;
+    }
     t.ndim = ndim;
     for (int d = 0; d < ndim; d++) t.sizes[d] = sizes[d];
     t.device_type = TJ_CPU;
@@ -63,7 +69,7 @@ tj_type tj_type_contiguous(tj_dtype dtype, const int64_t *sizes, int ndim) {
 
 tj_type tj_type_of_tensor(const tj_tensor *x) {
     tj_type t = blank(TJ_TYPE_TENSOR);
-    if (!x) return t;
+    if (!x) return tjc_last_or(TJ_ERR_ARG, "tj_type_of_tensor: tensor is NULL"), t;
     t.dtype = x->dtype;
     t.ndim = x->ndim;
     for (int d = 0; d < x->ndim; d++) {
@@ -76,16 +82,24 @@ tj_type tj_type_of_tensor(const tj_tensor *x) {
     return t;
 }
 
-tj_type tj_type_scalar(tj_type_kind kind) { return blank(kind); }
+tj_type tj_type_scalar(tj_type_kind kind) {
+    if (kind == TJ_TYPE_TENSOR || kind == TJ_TYPE_LIST || (unsigned)kind >= TJ_NUM_TYPE_KINDS)
+        tjc_error(TJ_ERR_ARG, "tj_type_scalar: kind %d is not int, float, bool, str or NoneType",
+                  (int)kind);
+    return blank(kind);
+}
 
 tj_type tj_type_list(tj_type_kind elem) {
+    if (elem == TJ_TYPE_LIST || elem == TJ_TYPE_NONE || (unsigned)elem >= TJ_NUM_TYPE_KINDS)
+        tjc_error(TJ_ERR_ARG, "tj_type_list: %d is not a kind of list element", (int)elem);
     tj_type t = blank(TJ_TYPE_LIST);
     t.elem = elem;
     return t;
 }
 
 bool tj_type_equal(const tj_type *a, const tj_type *b) {
-    if (!a || !b || a->kind != b->kind) return false;
+    if (!a || !b) return tjc_error(TJ_ERR_ARG, "tj_type_equal: a type is NULL"), false;
+    if (a->kind != b->kind) return false;
     if (a->kind == TJ_TYPE_LIST) return a->elem == b->elem;
     if (a->kind != TJ_TYPE_TENSOR) return true;
     if (a->dtype != b->dtype || a->ndim != b->ndim || a->device_type != b->device_type ||
@@ -97,7 +111,7 @@ bool tj_type_equal(const tj_type *a, const tj_type *b) {
 }
 
 tj_status tj_type_check(const tj_type *t) {
-    if (!t) return tjc_error(TJ_ERR_ARG, "type: NULL");
+    if (!t) return tjc_error(TJ_ERR_ARG, "type: the type is NULL");
     if ((unsigned)t->kind >= TJ_NUM_TYPE_KINDS)
         return tjc_error(TJ_ERR_ARG, "type: invalid kind %d", (int)t->kind);
     if (t->kind == TJ_TYPE_LIST && ((unsigned)t->elem >= TJ_NUM_TYPE_KINDS ||

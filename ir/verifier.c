@@ -12,6 +12,9 @@
  *      ListConstruct, ListUnpack)
  *   9. a fusion group holds a subgraph it owns, with as many inputs and
  *      outputs as the node and matching kinds, and the subgraph verifies
+ *  10. dim attributes (dim, dims, dim0, dim1, start_dim, end_dim of ops,
+ *      prim::ConstantChunk's dim) are in range for the rank of the value they
+ *      index, where that rank is known
  *
  * The first broken invariant is reported as TJ_ERR_INTERNAL with a message
  * that names the graph, the node and the invariant. */
@@ -155,6 +158,60 @@ static const char *type_kind_name(tj_type_kind k) {
     return (unsigned)k < TJ_NUM_TYPE_KINDS ? names[k] : "invalid";
 }
 
+/* ---- dims ------------------------------------------------------------------------------ */
+
+/* Attributes that index the dims of an op's input 0 (of its output, one rank
+ * more, for the ops that insert a dim). */
+static bool is_dim_attr(const char *name) {
+    static const char *const names[] = {"dim", "dims", "dim0", "dim1", "start_dim", "end_dim"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (!strcmp(name, names[k])) return true;
+    return false;
+}
+
+static tj_status check_dim(verifier *v, const tj_node *n, const char *attr, int64_t dim,
+                           int rank) {
+    int64_t lo = rank > 0 ? -rank : -1, hi = rank > 0 ? rank - 1 : 0;
+    if (dim >= lo && dim <= hi) return TJ_OK;
+    return fail(v, n, "attribute %s=%lld is out of range for a value of %d dims (expected a dim "
+                "in [%lld, %lld])", attr, (long long)dim, rank, (long long)lo, (long long)hi);
+}
+
+/* The rank the dims of op node n refer to, or -1 when unknown. */
+static int dims_rank(const tj_node *n) {
+    const tj_schema *s = tj_op_schema(n->op);
+    for (int i = 0; i < n->n_attrs; i++) /* the backward ops of views: the input's sizes */
+        if (!strcmp(s->args[s->attr_pos[i]].name, "input_sizes") &&
+            n->attr_kinds[i] == TJ_ATTR_INTS)
+            return n->attrs[i].ints.n;
+    if (n->n_inputs < 1 || n->inputs[0]->type.kind != TJ_TYPE_TENSOR) return -1;
+    int rank = n->inputs[0]->type.ndim;
+    if (rank == TJ_UNKNOWN) return -1;
+    const char *name = tj_op_name(n->op);
+    if (!strcmp(name, "aten::unsqueeze") || !strcmp(name, "aten::stack")) rank++;
+    return rank;
+}
+
+static tj_status check_op_dims(verifier *v, const tj_node *n) {
+    const tj_schema *s = tj_op_schema(n->op);
+    int rank = -2;
+    for (int i = 0; i < n->n_attrs; i++) {
+        const char *attr = s->args[s->attr_pos[i]].name;
+        if (!is_dim_attr(attr)) continue;
+        if (rank == -2) rank = dims_rank(n);
+        if (rank < 0) return TJ_OK;
+        tj_status st = TJ_OK;
+        if (n->attr_kinds[i] == TJ_ATTR_INT) {
+            st = check_dim(v, n, attr, n->attrs[i].i, rank);
+        } else if (n->attr_kinds[i] == TJ_ATTR_INTS) {
+            for (int k = 0; !st && k < n->attrs[i].ints.n; k++)
+                st = check_dim(v, n, attr, n->attrs[i].ints.data[k], rank);
+        }
+        if (st) return st;
+    }
+    return TJ_OK;
+}
+
 static tj_status check_op(verifier *v, const tj_node *n) {
     if (!n->op) return fail(v, n, "an op node without an op");
     const tj_schema *s = tj_op_schema(n->op);
@@ -194,7 +251,7 @@ static tj_status check_op(verifier *v, const tj_node *n) {
         if (tjir_check_op_attr(n->op, i, n->attr_kinds[i], &n->attrs[i]) != TJ_OK)
             return fail(v, n, "%s", tj_last_error());
     }
-    return TJ_OK;
+    return check_op_dims(v, n);
 }
 
 static tj_status check_constant(verifier *v, const tj_node *n) {
@@ -277,7 +334,8 @@ static tj_status check_prim(verifier *v, const tj_node *n) {
         for (int i = 0; i < n->n_outputs; i++)
             if (n->outputs[i]->type.kind != TJ_TYPE_TENSOR)
                 return fail(v, n, "output %d must be a tensor", i);
-        return TJ_OK;
+        if (n->inputs[0]->type.ndim == TJ_UNKNOWN) return TJ_OK;
+        return check_dim(v, n, "dim", n->attrs[1].i, n->inputs[0]->type.ndim);
     case TJ_NODE_LIST_CONSTRUCT:
         if (n->n_outputs != 1 || n->outputs[0]->type.kind != TJ_TYPE_LIST)
             return fail(v, n, "expected one list output");

@@ -187,8 +187,10 @@ static void diff_free(diff *d) {
 }
 
 tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
+    if (!out) return tjc_error(TJ_ERR_ARG, "tj_autodiff: out is NULL");
     memset(out, 0, sizeof *out);
-    if (!g || !wrt) return tjc_error(TJ_ERR_ARG, "tj_autodiff: NULL argument");
+    if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_autodiff: the graph is NULL");
+    if (!wrt) return tjc_error(TJ_ERR_ARG, "tj_autodiff: wrt is NULL");
     diff d = {0};
     tjc_ptrmap_init(&d.needs);
     tjc_ptrmap_init(&d.grad);

@@ -23,12 +23,17 @@ enum { N_PASSES = sizeof registry / sizeof registry[0] };
 
 int tj_num_passes(void) { return N_PASSES; }
 
-const char *tj_pass_name(int i) { return i >= 0 && i < N_PASSES ? registry[i].name : NULL; }
+const char *tj_pass_name(int i) {
+    if (i >= 0 && i < N_PASSES) return registry[i].name;
+    return tjc_error(TJ_ERR_ARG, "tj_pass_name: pass %d is out of range (0 to %d)", i,
+                     N_PASSES - 1), NULL;
+}
 
 tj_pass_fn tj_find_pass(const char *name) {
-    for (int i = 0; name && i < N_PASSES; i++)
+    if (!name) return tjc_error(TJ_ERR_ARG, "tj_find_pass: the name is NULL"), NULL;
+    for (int i = 0; i < N_PASSES; i++)
         if (!strcmp(registry[i].name, name)) return registry[i].fn;
-    return NULL;
+    return tjc_error(TJ_ERR_ARG, "tj_find_pass: no pass is named '%.100s'", name), NULL;
 }
 
 const char *tj_default_pipeline(void) {

@@ -2,7 +2,7 @@
  * input from a .npy file and outputs saved with --out, its errors (a
  * malformed file reports line:col and exits 1), `tjit run --backward`,
  * `tjit dump` (with --grad), `tjit profile` (its table, its trace file and
- * its errors) and `tjit --version`. The binary is found next to this test's
+ * its errors), random integer inputs and `tjit --version`. The binary is found next to this test's
  * executable, in the build directory. */
 #include <fcntl.h>
 #include <limits.h>
@@ -285,6 +285,21 @@ static void test_profile(void **state) {
     free(trace);
 }
 
+/* Random Long and Bool inputs (small non-negative integers) are made and
+ * released: under LeakSanitizer a leak would fail the run. */
+static void test_run_integer_inputs(void **state) {
+    (void)state;
+    char *ir = write_text("ints.ir",
+                          "graph(%i : Long(2, 3), %b : Bool(2, 3)):\n"
+                          "  %f : Long(2, 3) = aten::to.dtype[dtype=Long](%b)\n"
+                          "  %s : Long(2, 3) = aten::add[alpha=1.](%i, %f)\n"
+                          "  return (%s)\n");
+    result r = run_tjit((const char *[]){"run", ir, NULL});
+    expect(&r, 0, "s : Long(2, 3, device=cpu)", NULL);
+    result_free(&r);
+    free(ir);
+}
+
 static void test_version(void **state) {
     (void)state;
     result r = run_tjit((const char *[]){"--version", NULL});
@@ -300,6 +315,7 @@ int main(void) {
         T(test_run_with_input_and_out),
         T(test_run_errors),
         T(test_run_backward),
+        T(test_run_integer_inputs),
         T(test_dump),
         T(test_profile),
         T(test_version),

@@ -26,6 +26,7 @@ typedef double (*ref_fn)(const double *x, const tj_attr *attr);
 typedef enum {
     R_SAME,  /* arithmetic: the input dtype; bool rejected unless bool_ok */
     R_FLOAT, /* floating: integer and bool inputs give f32 */
+    R_FLOAT_ONLY, /* floating inputs only, as in PyTorch: integer and bool refused */
     R_BOOL   /* comparisons and logic: bool */
 } res_kind;
 
@@ -158,9 +159,9 @@ static const ref_entry refs[] = {
     {"aten::tanh", 1, r_tanh, R_FLOAT, .dom = {D_ANY}},
     {"aten::sigmoid", 1, r_sigmoid, R_FLOAT, .dom = {{-8, 8, -8, 8, 0, false}}},
     {"aten::relu", 1, r_relu, R_SAME, .dom = {D_ANY}},
-    {"aten::gelu", 1, r_gelu, R_FLOAT, .dom = {D_ANY}, .n_var = 2,
+    {"aten::gelu", 1, r_gelu, R_FLOAT_ONLY, .dom = {D_ANY}, .n_var = 2,
      .var = {{.set = {{"approximate", S("none")}}}, {.set = {{"approximate", S("tanh")}}}}},
-    {"aten::silu", 1, r_silu, R_FLOAT, .dom = {D_ANY}},
+    {"aten::silu", 1, r_silu, R_FLOAT_ONLY, .dom = {D_ANY}},
     {"aten::erf", 1, r_erf, R_FLOAT, .dom = {D_ANY}},
     {"aten::reciprocal", 1, r_reciprocal, R_FLOAT, .dom = {{0.25, 4, 1, 5, 0, false}}},
     {"aten::sign", 1, r_sign, R_SAME, .dom = {D_TIES}},
@@ -199,9 +200,9 @@ static const ref_entry refs[] = {
              {.set = {{"min", F(TJ_NONE)}, {"max", F(0.25)}}},
              {.set = {{"min", F(-1)}, {"max", F(TJ_NONE)}}},
              {.set = {{"min", F(1)}, {"max", F(-1)}}}}},
-    {"aten::lerp.Scalar", 2, r_lerp, R_FLOAT, .dom = {D_ANY, D_ANY}, .n_var = 2,
+    {"aten::lerp.Scalar", 2, r_lerp, R_FLOAT_ONLY, .dom = {D_ANY, D_ANY}, .n_var = 2,
      .var = {{.set = {{"weight", F(0.25)}}}, {.set = {{"weight", F(0.75)}}}}},
-    {"aten::lerp.Tensor", 3, r_lerp_t, R_FLOAT, .dom = {D_ANY, D_ANY, {0, 1, 0, 1, 0, false}}},
+    {"aten::lerp.Tensor", 3, r_lerp_t, R_FLOAT_ONLY, .dom = {D_ANY, D_ANY, {0, 1, 0, 1, 0, false}}},
     {"aten::addcmul", 3, r_addcmul, R_SAME, .dom = {D_ANY, D_ANY, D_ANY}, .n_var = 2,
      .var = {{.set = {{NULL}}}, {.set = {{"value", F(0.5)}}, .int_rejects = true}}},
 };
@@ -230,6 +231,7 @@ static bool expected_dtype(const ref_entry *r, bool scalar_form, tj_dtype d, tj_
     switch (r->res) {
     case R_BOOL: *out = TJ_BOOL; return true;
     case R_FLOAT: *out = is_float ? d : TJ_F32; return true;
+    case R_FLOAT_ONLY: *out = d; return is_float;
     case R_SAME:
         if ((scalar_form || r->float_scalar) && !is_float) {
             *out = TJ_F32;

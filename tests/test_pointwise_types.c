@@ -118,7 +118,14 @@ static void floating_ops_make_integers_f32(void **state) {
     CHECK(tj_sqrt(VEC(TJ_BOOL, 1, 0)), TJ_F32, 0, 1, 0);
     CHECK(tj_exp(VEC(TJ_F64, 1)), TJ_F64, 0, exp(1));
     CHECK(tj_sigmoid(VEC(TJ_I64, 0)), TJ_F32, 0, 0.5);
-    CHECK(tj_lerp(VEC(TJ_I64, 0, 2), VEC(TJ_F64, 4, 4), 0.5), TJ_F64, 0, 2, 3);
+    CHECK(tj_lerp(VEC(TJ_F32, 0, 2), VEC(TJ_F64, 4, 4), 0.5), TJ_F64, 0, 2, 3);
+    /* gelu, silu and lerp have floating kernels only in PyTorch: integers are refused */
+    tj_clear_error();
+    assert_null(tj_lerp(VEC(TJ_I64, 0, 2), VEC(TJ_F64, 4, 4), 0.5));
+    tt_assert_error("aten::lerp.Scalar: argument 'self' is i64");
+    assert_null(tj_gelu(VEC(TJ_BOOL, 1, 0), "none"));
+    tt_assert_error("aten::gelu: argument 'self' is bool");
+    tj_clear_error();
 }
 
 static void where_promotes_its_values_and_wants_a_bool_condition(void **state) {
@@ -168,9 +175,13 @@ static void rounding_ties_go_to_even(void **state) {
 
 static void integer_edge_cases(void **state) {
     (void)state;
-    /* negative exponents of integers truncate 1/b^e toward zero */
-    CHECK(tj_pow(VEC(TJ_I64, 2, 1, -1, -1, 3), VEC(TJ_I64, -1, -3, -3, -2, 0)), TJ_I64, 0, 0, 1,
-          -1, 1, 1);
+    /* integers to negative integer powers are refused, as in PyTorch */
+    tj_clear_error();
+    assert_null(tj_pow(VEC(TJ_I64, 2, 1, -1, -1, 3), VEC(TJ_I64, 1, 3, -3, 2, 0)));
+    tt_assert_error("aten::pow: Integers to negative integer powers are not allowed (exponent -3)");
+    tj_clear_error();
+    CHECK(tj_pow(VEC(TJ_I64, 2, 1, -1, -1, 3), VEC(TJ_I64, 1, 3, 3, 2, 0)), TJ_I64, 0, 2, 1, -1, 1,
+          1);
     CHECK(tj_pow(VEC(TJ_I64, 3, -2), VEC(TJ_I64, 39, 63)), TJ_I64, 0, 4052555153018976267.0,
           -9223372036854775808.0);
     int64_t big[] = {INT64_MIN, INT64_MAX, -7};

@@ -178,11 +178,13 @@ static void accessors_and_contiguity(void **state) {
     tj_tensor *other = tj_zeros(s, 3, TJ_F32);
     assert_false(tj_shares_storage(other, t));
 
-    /* NULL gives neutral answers, never a crash */
+    /* NULL gives failure values and a message, never a crash */
+    tj_clear_error();
     assert_int_equal(tj_ndim(NULL), -1);
+    tt_assert_error("tj_ndim: tensor is NULL");
     assert_null(tj_sizes(NULL));
     assert_null(tj_strides(NULL));
-    assert_int_equal(tj_numel(NULL), 0);
+    assert_int_equal(tj_numel(NULL), -1);
     assert_false(tj_is_contiguous(NULL));
     assert_false(tj_shares_storage(NULL, t));
     assert_null(tj_data(NULL));

@@ -27,7 +27,9 @@ tj_tensor *tjit_random_input(const char *command, const tj_type *t, int index, c
     tj_tensor *x = tj_randn(t->sizes, t->ndim, TJ_F64, gen);
     if (!x) return NULL;
     if (t->dtype == TJ_I64 || t->dtype == TJ_BOOL) { /* small non-negative integers */
-        tj_tensor *a = tj_mul_scalar(tj_abs(x), 2.0);
+        tj_tensor *m = tj_abs(x);
+        tj_tensor *a = tj_mul_scalar(m, 2.0);
+        tj_release(m);
         tj_release(x);
         x = tj_floor(a);
         tj_release(a);

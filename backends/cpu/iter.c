@@ -9,7 +9,12 @@
 static atomic_int num_threads;
 
 void tj_set_num_threads(int n) {
-    atomic_store_explicit(&num_threads, n > 0 ? n : 0, memory_order_relaxed);
+    if (n < 0) {
+        tjc_error(TJ_ERR_ARG, "tj_set_num_threads: %d threads (give 1 or more, or 0 for "
+                  "OpenMP's default)", n);
+        return;
+    }
+    atomic_store_explicit(&num_threads, n, memory_order_relaxed);
 }
 
 int tj_get_num_threads(void) {

@@ -95,8 +95,10 @@ bool tj_cuda_cudnn_benchmark(void);
 
 typedef struct tj_tensor tj_tensor;
 
+/* NULL is ignored by both. In debug builds (TJIT_DEBUG_REFCOUNT) a release
+ * or retain after the last release aborts naming the tensor (docs/guide.md). */
 tj_tensor *tj_retain(tj_tensor *t); /* returns t */
-void tj_release(tj_tensor *t);      /* NULL is ignored */
+void tj_release(tj_tensor *t);
 
 tj_tensor *tj_empty(const int64_t *sizes, int ndim, tj_dtype dtype);
 tj_tensor *tj_zeros(const int64_t *sizes, int ndim, tj_dtype dtype);
@@ -137,8 +139,12 @@ bool tj_shares_storage(const tj_tensor *a, const tj_tensor *b);
 void *tj_data(tj_tensor *t);
 /* The value of a one-element tensor. */
 tj_status tj_item(const tj_tensor *t, double *value);
-/* Reads element at a multi-index, as double (tests and printing). */
+/* Reads the element at a multi-index of tj_ndim(t) entries, as double (tests
+ * and printing); NaN with an error for a NULL tensor or an index out of
+ * range. tj_get_n also checks that the index has n_index == tj_ndim(t)
+ * entries. */
 double tj_get(const tj_tensor *t, const int64_t *index);
+double tj_get_n(const tj_tensor *t, const int64_t *index, int n_index);
 
 /* A printable form like PyTorch's; malloc'd, the caller frees it with free(). */
 char *tj_tensor_to_string(const tj_tensor *t);
@@ -259,6 +265,8 @@ typedef struct tj_op_info tj_op_info;
 int tj_op_count(void);
 const tj_op_info *tj_op_at(int id);
 const tj_op_info *tj_op_find(const char *qualified_name); /* "aten::add.Scalar" */
+/* The accessors below answer a NULL op (what tj_node_op gives for a prim
+ * node) with -1, NULL or TJ_NUM_KINDS and set no error. */
 int tj_op_id(const tj_op_info *op);
 const char *tj_op_name(const tj_op_info *op);       /* "aten::add" */
 const char *tj_op_schema_text(const tj_op_info *op);

@@ -47,7 +47,8 @@ tj_tensor *tj_onnx_load_tensor(const char *path) {
 }
 
 const char *tj_onnx_export_form(const tj_op_info *op, bool *exportable) {
-    (void)op;
+    if (!exportable) return tjc_error(TJ_ERR_ARG, "tj_onnx_export_form: exportable is NULL"), NULL;
+    if (!op) tjc_last_or(TJ_ERR_ARG, "tj_onnx_export_form: the op is NULL");
     *exportable = false;
     return "this tjit was built without ONNX interchange (TJIT_ONNX=OFF)";
 }
