@@ -11,7 +11,7 @@
 #include "core/core.h"
 #include "tests/support/graph_fuzz.h"
 
-enum { POOL = 48, STEPS_MAX = 10 };
+enum { POOL = 48, STEPS_MAX = 16 };
 
 typedef struct gf {
     uint64_t s;
