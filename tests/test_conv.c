@@ -415,8 +415,24 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* conv_transpose2d refuses an input with an empty spatial dim, as PyTorch
+ * does: its derivative (a convolution over the output) had no room for the
+ * kernel, which the graph fuzzer's gradient checks found. */
+static void conv_transpose2d_refuses_empty_spatial_input(void **state) {
+    (void)state;
+    tj_scope_begin();
+    int64_t xs[4] = {1, 1, 0, 3}, ws[4] = {1, 1, 3, 1}, one = 1, zero = 0, pad[2] = {1, 0},
+            dil[2] = {2, 1};
+    tj_tensor *x = tj_zeros(xs, 4, TJ_F64), *w = tj_zeros(ws, 4, TJ_F64);
+    assert_null(tj_conv_transpose2d(x, w, NULL, &one, 1, pad, 2, &zero, 1, 1, dil, 2));
+    tt_assert_error("empty spatial dim");
+    tj_clear_error();
+    tj_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(conv_transpose2d_refuses_empty_spatial_input),
         cmocka_unit_test(test_conv2d_and_backward),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv_transpose2d),

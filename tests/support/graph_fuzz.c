@@ -125,11 +125,13 @@ static void count_nodes(tj_graph *g, tt_gf_counts *c) {
     }
 }
 
-static bool all_finite(tj_tensor *const *t) {
+/* Whether central differences can be trusted on these outputs: finite, and
+ * small enough that rounding (eps |loss| / h) stays far below the tolerance. */
+static bool moderate(tj_tensor *const *t) {
     bool ok = true;
     for (int o = 0; o < N_OUT; o++) {
         tt_ref r = tt_ref_of(t[o]);
-        for (int64_t i = 0; i < r.numel; i++) ok = ok && isfinite(r.v[i]);
+        for (int64_t i = 0; i < r.numel; i++) ok = ok && fabs(r.v[i]) <= 1e3;
         tt_ref_free(&r);
     }
     return ok;
@@ -207,7 +209,7 @@ void tt_gf_run_case(int seed, tt_gf_counts *c) {
     for (int o = 0; o < N_OUT; o++) tj_release(want2[o]);
     for (int i = 0; i < fc.n_in; i++) tj_release(strided[i]);
 
-    if (fc.m.smooth && all_finite(want)) { /* finite differences of inf or NaN say nothing */
+    if (fc.m.smooth && moderate(want)) {
         bool wrt[MAX_IN];
         for (int i = 0; i < fc.n_in; i++) wrt[i] = true;
         snprintf(what, sizeof what, "graph fuzz case %d", seed);
