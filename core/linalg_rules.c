@@ -334,12 +334,16 @@ tj_status tjc_conv_geometry(const tjc_call *c, tjc_conv_geom *g, int64_t *out_si
                              "grad_output); got %s", op, act->ndim, bi);
         int64_t in, ic;
         act_sizes(is->ints.data, batched, spatial, &in, &ic, &g->h, &g->w);
-        if (in != gn || ic != g->c_in || g->h <= 0 || g->w <= 0)
+        if (in != gn || ic != g->c_in || g->h < 0 || g->w < 0) /* empty: an empty gradient */
             return tjc_error(TJ_ERR_SHAPE, "%s: input_size %s does not fit grad_output %s and "
                              "weight %s with groups=%lld", op, bi, bg, bw, (long long)g->groups);
         tjc_fmt_sizes(bx, sizeof bx, is->ints.data, is->ints.n);
     }
     if (transposed) {
+        /* as PyTorch: the spatial dims must not be empty (the derivative, a
+         * convolution over the output, would find no room for the kernel) */
+        if (g->ho <= 0 || g->wo <= 0)
+            return tjc_error(TJ_ERR_SHAPE, "%s: input %s has an empty spatial dim", op, bg);
         g->h = (g->ho - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + oph + 1;
         g->w = (g->wo - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + opw + 1;
         if (g->h <= 0 || g->w <= 0)

@@ -173,12 +173,28 @@ static int member_size(const tj_node *n) {
     return is_group(n) ? tj_block_num_nodes(tj_graph_block(tj_node_subgraph(n))) : 1;
 }
 
+/* Whether group c chunks a value that p makes: the runner chunks only group
+ * inputs, so p must stay outside (else the chunk would read a value made
+ * inside the merged group). */
+static bool chunks_output_of(const tj_node *c, const tj_node *p) {
+    if (!is_group(c)) return false;
+    const tj_block *b = tj_graph_block(tj_node_subgraph(c));
+    for (const tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK) continue;
+        for (int j = 0; j < tj_node_num_inputs(c); j++)
+            if (tj_block_input(b, j) == tj_node_input(n, 0) && tj_value_node(tj_node_input(c, j)) == p)
+                return true;
+    }
+    return false;
+}
+
 /* Whether p can join consumer c (see the file comment). */
 static bool can_merge(const tj_node *p, const tj_node *c) {
     int64_t chunks;
     int dim;
     bool chunk = even_chunk(p, &chunks, &dim);
     if (!chunk && !fusible_node(p) && !is_group(p)) return false;
+    if (chunks_output_of(c, p)) return false;
     if (!tj_node_is_before(p, c)) return false;
     if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES) return false;
     for (int o = 0; o < tj_node_num_outputs(p); o++) {

@@ -415,8 +415,34 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* conv_transpose2d refuses an input with an empty spatial dim, as PyTorch
+ * does: its derivative (a convolution over the output) had no room for the
+ * kernel; conv2d's input gradient of such an input is empty. Both found by
+ * the graph fuzzer's gradient checks. */
+static void convolutions_of_empty_spatial_inputs(void **state) {
+    (void)state;
+    tj_scope_begin();
+    int64_t xs[4] = {1, 1, 0, 3}, ws[4] = {1, 1, 3, 1}, one = 1, zero = 0, pad[2] = {1, 0},
+            dil[2] = {2, 1};
+    tj_tensor *x = tj_zeros(xs, 4, TJ_F64), *w = tj_zeros(ws, 4, TJ_F64);
+    assert_null(tj_conv_transpose2d(x, w, NULL, &one, 1, pad, 2, &zero, 1, 1, dil, 2));
+    tt_assert_error("empty spatial dim");
+    tj_clear_error();
+    /* conv2d takes one when the padding leaves room for the kernel; the
+     * gradient of its input is then empty, not an error */
+    int64_t w2s[4] = {2, 1, 2, 1}, pad2[2] = {1, 0};
+    tj_tensor *w2 = tj_zeros(w2s, 4, TJ_F64);
+    tj_tensor *y = tj_conv2d(x, w2, NULL, &one, 1, pad2, 2, &one, 1, 1);
+    assert_non_null(y);
+    tj_tensor *gx = tj_conv2d_backward_input(y, w2, xs, 4, &one, 1, pad2, 2, &one, 1, 1);
+    if (!gx) fail_msg("conv2d_backward_input: %s", tj_last_error());
+    tt_assert_sizes(gx, xs, 4);
+    tj_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(convolutions_of_empty_spatial_inputs),
         cmocka_unit_test(test_conv2d_and_backward),
         cmocka_unit_test(test_conv1d),
         cmocka_unit_test(test_conv_transpose2d),

@@ -439,8 +439,32 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* Empty rows: the statistics are NaN (a mean of nothing) but the outputs do
+ * not depend on the weight, so its gradient is 0, not NaN (found by the
+ * graph fuzzer's gradient checks). */
+static void empty_input_gives_zero_weight_gradient(void **state) {
+    (void)state;
+    tj_scope_begin();
+    int64_t gsz[3] = {1, 2, 0}, two = 2;
+    tj_tensor *x = tj_zeros(gsz, 3, TJ_F64), *w = tj_full(&two, 1, 0.5, TJ_F64);
+    tj_tensor *fw[3], *bw[3];
+    assert_int_equal(tj_native_group_norm(x, w, NULL, 1, 2, 0, 1, 1e-5, fw, 3), 3);
+    assert_int_equal(tj_native_group_norm_backward(fw[0], x, fw[1], fw[2], w, 1, 2, 0, 1, bw, 3), 3);
+    double zeros[2] = {0, 0};
+    tt_assert_values(bw[1], zeros, 2, 0);
+    tt_assert_values(bw[2], zeros, 2, 0);
+    /* batch norm's backward on an empty batch with NaN saved statistics */
+    int64_t bsz[2] = {0, 2};
+    tj_tensor *xb = tj_zeros(bsz, 2, TJ_F64), *nan = tj_full(&two, 1, NAN, TJ_F64);
+    assert_int_equal(tj_native_batch_norm_backward(xb, xb, w, NULL, NULL, nan, nan, true, 1e-5, bw, 3), 3);
+    tt_assert_values(bw[1], zeros, 2, 0);
+    tt_assert_values(bw[2], zeros, 2, 0);
+    tj_scope_end();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(empty_input_gives_zero_weight_gradient),
         cmocka_unit_test(ops_exist),
         cmocka_unit_test(batch_norm_matches_reference),
         cmocka_unit_test(batch_norm_running_stats_known_values),

@@ -157,7 +157,9 @@ tj_status tjcpu_native_batch_norm_backward(const tjc_call *c) {
             a2 += rsgx[n * C + ch];
         }
         sg[ch] = a1;
-        sgx[ch] = a2 * invstd[ch]; /* sum(g xh) */
+        /* sum(g xh); an empty batch's statistics are NaN, its sums 0 and so is
+         * the gradient (the outputs do not depend on the weight) */
+        sgx[ch] = N > 0 && S > 0 ? a2 * invstd[ch] : 0.0;
         gb[ch] = sg[ch];
         gw[ch] = sgx[ch];
     }
@@ -321,7 +323,7 @@ tj_status tjcpu_native_group_norm_backward(const tjc_call *c) {
     for (int64_t ch = 0; ch < C; ch++) {
         double aw = 0, ab = 0;
         for (int64_t n = 0; n < N; n++) {
-            aw += ds[n * C + ch] * rstd[n * G + ch / D];
+            aw += S ? ds[n * C + ch] * rstd[n * G + ch / D] : 0.0; /* empty rows: NaN stats, no gradient */
             ab += db[n * C + ch];
         }
         gw[ch] = aw;
