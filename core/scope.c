@@ -2,6 +2,7 @@
  * are released when it ends, unless kept. Per thread, nestable. */
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core.h"
 
 typedef struct scope {
@@ -15,7 +16,7 @@ static _Thread_local int n_scopes, cap_scopes;
 static bool push(scope *s, tj_tensor *t) {
     if (s->n == s->cap) {
         int cap = s->cap ? 2 * s->cap : 32;
-        tj_tensor **items = realloc(s->items, (size_t)cap * sizeof *items);
+        tj_tensor **items = tjc_realloc(s->items, (size_t)cap * sizeof *items);
         if (!items) return false;
         s->items = items;
         s->cap = cap;
@@ -32,7 +33,7 @@ static _Thread_local int n_unbacked;
 void tj_scope_begin(void) {
     if (n_unbacked == 0 && n_scopes == cap_scopes) {
         int cap = cap_scopes ? 2 * cap_scopes : 8;
-        scope *grown = realloc(scopes, (size_t)cap * sizeof *grown);
+        scope *grown = tjc_realloc(scopes, (size_t)cap * sizeof *grown);
         if (grown) {
             scopes = grown;
             cap_scopes = cap;
@@ -58,9 +59,9 @@ void tj_scope_end(void) {
     }
     scope *s = &scopes[--n_scopes];
     for (int i = s->n - 1; i >= 0; i--) tj_release(s->items[i]);
-    free(s->items);
+    tjc_free(s->items);
     if (n_scopes == 0) {
-        free(scopes);
+        tjc_free(scopes);
         scopes = NULL;
         cap_scopes = 0;
     }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "grad.h"
 #include "tjit/passes.h"
@@ -45,7 +46,7 @@ static tj_value *saved(diff *d, tj_value *v) {
     if (tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE) return NULL;
     if (d->n_saved == d->cap_saved) {
         int cap = d->cap_saved ? 2 * d->cap_saved : 16;
-        tj_value **grown = realloc(d->saved_list, sizeof *grown * (size_t)cap);
+        tj_value **grown = tjc_realloc(d->saved_list, sizeof *grown * (size_t)cap);
         if (!grown) return NULL;
         d->saved_list = grown;
         d->cap_saved = cap;
@@ -175,7 +176,7 @@ void tj_gradient_free(tj_gradient *gr) {
     if (!gr) return;
     tj_graph_free(gr->forward);
     tj_graph_free(gr->backward);
-    free(gr->grad_of);
+    tjc_free(gr->grad_of);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -183,7 +184,7 @@ static void diff_free(diff *d) {
     tjc_ptrmap_free(&d->needs);
     tjc_ptrmap_free(&d->grad);
     tjc_ptrmap_free(&d->saved);
-    free(d->saved_list);
+    tjc_free(d->saved_list);
 }
 
 tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
@@ -215,7 +216,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     /* the gradients asked for; zeros where no path reaches an input */
     int n_grads = 0;
     int n_in = d.fwd ? tj_graph_num_inputs(d.fwd) : 0;
-    out->grad_of = calloc((size_t)(n_in ? n_in : 1), sizeof(int));
+    out->grad_of = tjc_calloc((size_t)(n_in ? n_in : 1), sizeof(int));
     if (!st && !out->grad_of) st = tjc_error(TJ_ERR_MEMORY, "tj_autodiff: out of memory");
     for (int i = 0; !st && i < n_in; i++) {
         if (!wrt[i]) continue;
@@ -236,7 +237,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     } else {
         tj_graph_free(d.fwd);
         tj_graph_free(d.bwd);
-        free(out->grad_of);
+        tjc_free(out->grad_of);
         out->grad_of = NULL;
     }
     diff_free(&d);
@@ -248,10 +249,10 @@ tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt) {
     if (tj_autodiff(g, wrt, &gr) != TJ_OK) return NULL;
     tj_graph *out = tj_graph_new();
     int n_in = tj_graph_num_inputs(g), n_out = gr.n_outputs;
-    tj_value **fin = calloc((size_t)(n_in + 1), sizeof *fin);
-    tj_value **fout = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *fout);
-    tj_value **bin = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *bin);
-    tj_value **bout = calloc((size_t)(gr.n_grads + 1), sizeof *bout);
+    tj_value **fin = tjc_calloc((size_t)(n_in + 1), sizeof *fin);
+    tj_value **fout = tjc_calloc((size_t)(n_out + gr.n_saved + 1), sizeof *fout);
+    tj_value **bin = tjc_calloc((size_t)(n_out + gr.n_saved + 1), sizeof *bin);
+    tj_value **bout = tjc_calloc((size_t)(gr.n_grads + 1), sizeof *bout);
     tj_status st = out && fin && fout && bin && bout ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; !st && i < n_in; i++) {
         tj_value *gi = tj_graph_input(g, i);
@@ -265,10 +266,10 @@ tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt) {
     for (int s = 0; !st && s < gr.n_saved; s++) bin[n_out + s] = fout[n_out + s];
     if (!st) st = tj_graph_insert_before(end, gr.backward, bin, bout);
     for (int k = 0; !st && k < gr.n_grads; k++) st = tj_graph_add_output(out, bout[k]);
-    free(fin);
-    free(fout);
-    free(bin);
-    free(bout);
+    tjc_free(fin);
+    tjc_free(fout);
+    tjc_free(bin);
+    tjc_free(bout);
     tj_gradient_free(&gr);
     if (st) {
         tj_graph_free(out);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 static const struct {
@@ -76,7 +77,7 @@ static tj_status unknown(const char *name) {
 static void dump(const tj_graph *g, const char *pass) {
     char *text = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
     fprintf(stderr, "# after %s\n%s", pass, text ? text : "(cannot print the graph)\n");
-    free(text);
+    tjc_free(text);
 }
 
 tj_status tj_run_passes(tj_graph *g, const char *pipeline) {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "cpu.h"
 #include "fuser/fuser.h"
@@ -57,18 +58,18 @@ struct tjf_kernel {
 
 static void kernel_release(tjf_kernel *k) {
     if (!k) return;
-    free(k->input_operand);
-    free(k->views);
-    free(k->slots);
-    free(k->consts);
-    free(k->steps);
-    free(k);
+    tjc_free(k->input_operand);
+    tjc_free(k->views);
+    tjc_free(k->slots);
+    tjc_free(k->consts);
+    tjc_free(k->steps);
+    tjc_free(k);
 }
 
 static bool add_step(tjf_kernel *k, step s) {
     if (k->n_steps == k->cap_steps) {
         int cap = k->cap_steps ? 2 * k->cap_steps : 16;
-        step *grown = realloc(k->steps, sizeof *grown * (size_t)cap);
+        step *grown = tjc_realloc(k->steps, sizeof *grown * (size_t)cap);
         if (!grown) return false;
         k->steps = grown;
         k->cap_steps = cap;
@@ -95,17 +96,17 @@ static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const cha
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tj_graph *sub = (tj_graph *)subgraph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(sub);
-    tjf_kernel *k = calloc(1, sizeof *k);
+    tjf_kernel *k = tjc_calloc(1, sizeof *k);
     if (!k) return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
     k->n_inputs = tj_block_num_inputs(b);
     k->n_outputs = tj_block_num_outputs(b);
     if (k->n_inputs != spec->n_inputs) return fail(k, TJ_ERR_INTERNAL, "spec arity", NULL);
     /* slots: inputs, node outputs, conversions and consts (at most 4 per node) */
     int n_nodes = tj_block_num_nodes(b), max_slots = k->n_inputs + 8 * (n_nodes + 1) + k->n_outputs;
-    k->slots = calloc((size_t)max_slots, sizeof(slot));
-    k->consts = calloc((size_t)(n_nodes + 1), sizeof(double));
-    k->input_operand = calloc((size_t)(k->n_inputs + 1), sizeof(int));
-    k->views = calloc((size_t)(max_slots), sizeof(chunk_view));
+    k->slots = tjc_calloc((size_t)max_slots, sizeof(slot));
+    k->consts = tjc_calloc((size_t)(n_nodes + 1), sizeof(double));
+    k->input_operand = tjc_calloc((size_t)(k->n_inputs + 1), sizeof(int));
+    k->views = tjc_calloc((size_t)(max_slots), sizeof(chunk_view));
     if (!k->slots || !k->consts || !k->input_operand || !k->views)
         return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
 
@@ -291,10 +292,10 @@ static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor
     enum { STACK_SCRATCH = 64 << 10 };
     _Alignas(64) char stack_scratch[STACK_SCRATCH];
     size_t need = L.per_thread * (size_t)tj_get_num_threads();
-    L.scratch = need <= STACK_SCRATCH ? stack_scratch : aligned_alloc(64, need);
+    L.scratch = need <= STACK_SCRATCH ? stack_scratch : tjc_aligned_alloc(64, need);
     if (!L.scratch) return tjc_error(TJ_ERR_MEMORY, "fused runner: out of memory");
     tjcpu_iter(ops, k->n_operands + k->n_views, fused_loop, &L);
-    if (L.scratch != stack_scratch) free(L.scratch);
+    if (L.scratch != stack_scratch) tjc_free(L.scratch);
     return TJ_OK;
 }
 
