@@ -382,7 +382,12 @@ int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, i
     int n = invoke(op, device, in, n_in, attrs, out, out_cap);
     op_depth--;
     if (hook && hook->after) hook->after(hook->ctx, token, n > 0 ? out : NULL, n > 0 ? n : 0);
-    if (op_depth == 0)
+    if (op_depth == 0 && n > 0) {
+        if (!tjc_scope_reserve(n)) {
+            release_outputs(out, n);
+            return -1;
+        }
         for (int i = 0; i < n; i++) tjc_scope_track(out[i]);
+    }
     return n;
 }

@@ -160,7 +160,10 @@ done:
     tj_release(raw);
     tjc_free(hdr);
     fclose(fp);
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

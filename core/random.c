@@ -133,7 +133,10 @@ static tj_tensor *draw(const char *fn, const int64_t *sizes, int ndim, tj_dtype 
         default: break;
         }
     }
-    tjc_track_created(t);
+    if (!tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

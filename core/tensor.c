@@ -165,7 +165,10 @@ static void fill(tj_tensor *t, double v) {
 }
 
 static tj_tensor *created(tj_tensor *t) {
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -119,7 +119,10 @@ tj_tensor *tj_onnx_load_tensor(const char *path) {
     }
     tj_tensor *t = tjo_tensor_from_proto(p, path);
     onnx__tensor_proto__free_unpacked(p, NULL);
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -36,6 +36,11 @@ static tji_plan *add_plan(tj_program *p, const tji_sig_entry *sig) {
     if (p->plan_refused || p->opts.dynamic_replay || atomic_load(&p->n_plans) == TJI_MAX_PLANS)
         return NULL;
     tji_plan *plan = tji_plan_build(&p->code, sig);
+    if (!plan && tj_last_status() == TJ_ERR_MEMORY) {
+        /* memory was short: this run replays op by op, a later one plans again */
+        tj_clear_error();
+        return NULL;
+    }
     if (!plan) {
         /* a program whose code cannot be planned for one signature (a node on
          * a device without planned kernels) cannot be for others either */
@@ -238,9 +243,19 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
         bool profiling = tji_profiling(&p->code);
         if (!st && !plan && !profiling) plan = plan_for(p, in);
         if (!st) st = plan && !profiling ? tji_plan_execute(plan, in, all) : run_dynamic(p, in, all);
+        if (st == TJ_OK && !tjc_scope_reserve(n_user_out)) { /* the tape is left as it was */
+            st = TJ_ERR_MEMORY;
+            for (int i = 0; i < n_all; i++) {
+                tj_release(all[i]);
+                all[i] = NULL;
+            }
+        }
         if (st == TJ_OK && p->backward) {
-            for (int i = 0; i < n_user_out; i++) outputs[i] = all[i];
-            tji_tape_store((tj_program *)p, all + n_user_out, n_all - n_user_out);
+            st = tji_tape_store((tj_program *)p, all + n_user_out, n_all - n_user_out);
+            for (int i = 0; i < n_user_out; i++) {
+                if (st) tj_release(all[i]);
+                outputs[i] = st ? NULL : all[i];
+            }
         }
         if (st == TJ_OK)
             for (int i = 0; i < n_user_out; i++) tjc_scope_track(outputs[i]);

@@ -97,17 +97,23 @@ void tji_training_free(tj_program *p) {
     pthread_mutex_destroy(&p->tape_lock);
 }
 
-void tji_tape_store(tj_program *p, tj_tensor **saved, int n) {
+tj_status tji_tape_store(tj_program *p, tj_tensor **saved, int n) {
+    tj_tensor **tape = tjc_malloc(sizeof(tj_tensor *) * (size_t)(n ? n : 1));
+    if (!tape) {
+        release_all(saved, n);
+        return tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory keeping the values saved for "
+                         "tj_backward");
+    }
+    memcpy(tape, saved, sizeof(tj_tensor *) * (size_t)n);
     pthread_mutex_lock(&p->tape_lock);
     release_all(p->tape, p->n_tape);
     tjc_free(p->tape);
-    p->tape = tjc_malloc(sizeof(tj_tensor *) * (size_t)(n ? n : 1));
-    if (p->tape) memcpy(p->tape, saved, sizeof(tj_tensor *) * (size_t)n);
-    else release_all(saved, n);
-    p->n_tape = p->tape ? n : 0;
-    p->tape_full = p->tape != NULL;
+    p->tape = tape;
+    p->n_tape = n;
+    p->tape_full = true;
     p->ran = true;
     pthread_mutex_unlock(&p->tape_lock);
+    return TJ_OK;
 }
 
 /* Takes the tape (the caller releases it); an error when there is none. */
@@ -182,6 +188,10 @@ tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor *
         }
     }
     tj_scope_end();
+    if (grad_inputs && !st && !tjc_scope_reserve(p->n_user)) {
+        st = TJ_ERR_MEMORY;
+        release_all(grad_inputs, p->n_user);
+    }
     for (int k = 0; grad_inputs && !st && k < p->n_user; k++)
         if (grad_inputs[k]) tjc_scope_track(grad_inputs[k]);
     release_all(tape, n_tape);
@@ -203,6 +213,7 @@ tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
             return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' has no gradient%s", name,
                              p->backward ? " yet (call tj_backward)" : " (compiled without "
                              "grad_parameters)"), NULL;
+        if (!tjc_scope_reserve(1)) return NULL;
         tj_tensor *g = tj_retain(p->param_grad[i]);
         tjc_scope_track(g);
         return g;
