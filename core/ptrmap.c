@@ -45,7 +45,14 @@ static bool grow(tjc_ptrmap *m) {
     return true;
 }
 
+static size_t find(const tjc_ptrmap *m, const void *key);
+
 bool tjc_ptrmap_put(tjc_ptrmap *m, const void *key, void *val) {
+    size_t at = find(m, key);
+    if (at != SIZE_MAX) { /* a key already there: replacing its value cannot fail */
+        m->vals[at] = val;
+        return true;
+    }
     if ((m->n + 1) * 2 > m->cap && !grow(m)) return false;
     size_t s = slot_of(key, m->cap);
     while (m->keys[s] && m->keys[s] != key) s = (s + 1) & (m->cap - 1);

@@ -51,7 +51,7 @@ void tjf_group_free(tjf_group *g) {
     if (!g) return;
     for (int i = 0; i < g->n_cache; i++) g->backend->release(g->cache[i].kernel);
     tjc_free(g->cache);
-    for (int i = 0; i < g->n_nodes; i++) {
+    for (int i = 0; g->nodes && i < g->n_nodes; i++) {
         tjc_free(g->nodes[i].in);
         tjc_free(g->nodes[i].out);
     }
@@ -111,14 +111,19 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
             ok = tjc_ptrmap_put(&slot, tj_node_output(n, i), (void *)(intptr_t)(gn->out[i] + 1));
         }
     }
-    for (int i = 0; ok && i < g->n_outputs; i++) {
+    bool planned = ok;
+    for (int i = 0; planned && i < g->n_outputs; i++) {
         tj_value *v = tj_block_output(b, i);
         g->output_slot[i] = (int)(intptr_t)tjc_ptrmap_get(&slot, v) - 1;
         g->output_dtype[i] = (tj_dtype)tj_value_type(v)->dtype;
-        ok = g->output_slot[i] >= 0 && (unsigned)g->output_dtype[i] < TJ_NUM_DTYPES;
+        planned = g->output_slot[i] >= 0 && (unsigned)g->output_dtype[i] < TJ_NUM_DTYPES;
     }
     tjc_ptrmap_free(&slot);
     if (!ok) {
+        tjf_group_free(g);
+        return tjc_error(TJ_ERR_MEMORY, "fusion group %%%d: out of memory", tj_node_id(node)), NULL;
+    }
+    if (!planned) {
         tjf_group_free(g);
         return tjc_error(TJ_ERR_INTERNAL, "fusion group %%%d: its subgraph cannot be planned",
                          tj_node_id(node)), NULL;

@@ -44,6 +44,7 @@ static void unlink_chunk(arena *A, int c) {
     if (k->prev >= 0) A->chunks[k->prev].next = k->next;
     else A->bin[bin_of(k->size)] = k->next;
     if (k->next >= 0) A->chunks[k->next].prev = k->prev;
+    /* keys already present: replacing their values cannot fail */
     tjc_ptrmap_put(&A->by_start, (void *)(intptr_t)(k->off + 1), NULL);
     tjc_ptrmap_put(&A->by_end, (void *)(intptr_t)(k->off + k->size + 1), NULL);
     A->spare[A->n_spare++] = c;

@@ -96,7 +96,8 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
             if (!float_tensor(v))
                 return tjc_error(TJ_ERR_DTYPE, "autodiff: input %d is not a floating-point tensor, "
                                  "so it has no gradient", i);
-            tjc_ptrmap_put(&d->needs, v, (void *)1);
+            if (!tjc_ptrmap_put(&d->needs, v, (void *)1))
+                return tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
         }
     for (tj_node *n = tj_block_first(tj_graph_block(g)); n; n = tj_node_next(n)) {
         bool any = false;
@@ -116,7 +117,9 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
                              "value that needs a gradient; use its out-of-place form",
                              op->name, tj_node_id(n));
         for (int o = 0; o < tj_node_num_outputs(n); o++)
-            if (float_tensor(tj_node_output(n, o))) tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1);
+            if (float_tensor(tj_node_output(n, o)) &&
+                !tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1))
+                return tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
     }
     return TJ_OK;
 }
@@ -165,8 +168,9 @@ static tj_status dropout_with_mask(tj_graph *g) {
         if (!m) return st ? st : tj_last_status();
         if ((st = tj_node_insert_before(m, n))) return st;
         for (int k = 0; k < 2; k++) tj_value_set_type(tj_node_output(m, k), &types[k]);
-        tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0));
-        if ((st = tj_node_destroy(n))) return st;
+        if ((st = tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0))) ||
+            (st = tj_node_destroy(n)))
+            return st;
         n = m;
     }
     return TJ_OK;

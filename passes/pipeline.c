@@ -88,7 +88,9 @@ tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
     for (const char *s = pipeline; next_name(&s, name);)
         if (!tj_find_pass(name)) return unknown(name);
     /* passes trust the invariants of docs/ir.md; a graph read from text may break them */
-    if (tj_graph_verify(g) != TJ_OK) {
+    tj_status vst = tj_graph_verify(g);
+    if (vst == TJ_ERR_MEMORY) return vst;
+    if (vst != TJ_OK) {
         char cause[768];
         snprintf(cause, sizeof cause, "%s", tj_last_error());
         return tjc_error(TJ_ERR_ARG, "tj_run_passes: the graph is malformed: %s", cause);
@@ -102,7 +104,8 @@ tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
             return tjc_error(st, "pass '%s' failed: %s", name, cause);
         }
 #ifdef TJIT_VERIFY_PASSES
-        if (tj_graph_verify(g) != TJ_OK) {
+        if ((st = tj_graph_verify(g)) == TJ_ERR_MEMORY) return st;
+        if (st != TJ_OK) {
             char cause[768];
             snprintf(cause, sizeof cause, "%s", tj_last_error());
             return tjc_error(TJ_ERR_INTERNAL, "pass '%s' left a malformed graph: %s", name, cause);

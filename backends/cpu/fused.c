@@ -116,20 +116,20 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tjc_ptrmap_init(&slot_of);
 #define SLOT_OF(v) ((int)(intptr_t)tjc_ptrmap_get(&slot_of, (v)) - 1)
 #define SET_SLOT(v, s) tjc_ptrmap_put(&slot_of, (v), (void *)(intptr_t)((s) + 1))
-    for (int i = 0; i < k->n_inputs; i++) {
+    tj_status st = TJ_OK;
+    for (int i = 0; i < k->n_inputs && !st; i++) {
         tj_value *v = tj_block_input(b, i);
         bool direct = false;
         for (int u = 0; u < tj_value_num_uses(v); u++)
             direct |= tj_node_kind_of(tj_value_use(v, u).user) != TJ_NODE_CONSTANT_CHUNK;
         k->input_operand[i] = direct ? k->n_operands++ : -1;
         k->slots[k->n_slots] = (slot){SLOT_OPERAND, k->input_operand[i], spec->inputs[i].dtype};
-        SET_SLOT(v, k->n_slots++);
+        if (!SET_SLOT(v, k->n_slots++)) st = TJ_ERR_MEMORY;
     }
     /* outputs: the value's slot becomes the output operand when it is a node's
      * first result; otherwise the output is a copy */
-    tj_status st = TJ_OK;
     const char *bad = NULL;
-    for (tj_node *n = tj_block_first(b); n && !bad; n = tj_node_next(n)) {
+    for (tj_node *n = tj_block_first(b); n && !bad && !st; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             int in = SLOT_OF(tj_node_input(n, 0));
             int64_t chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
@@ -142,7 +142,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
                 k->views[k->n_views] = (chunk_view){in, (int)dim, chunks, i};
                 k->slots[k->n_slots] = (slot){SLOT_OPERAND, -1 - k->n_views, spec->inputs[in].dtype};
                 k->n_views++;
-                SET_SLOT(tj_node_output(n, i), k->n_slots++);
+                if (!SET_SLOT(tj_node_output(n, i), k->n_slots++)) st = TJ_ERR_MEMORY;
             }
             continue;
         }
@@ -190,7 +190,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             st = TJ_ERR_MEMORY;
             break;
         }
-        SET_SLOT(tj_node_output(n, 0), out);
+        if (!SET_SLOT(tj_node_output(n, 0), out)) st = TJ_ERR_MEMORY;
     }
     /* outputs: retarget the producing step to write the output operand */
     for (int i = 0; !bad && st == TJ_OK && i < k->n_outputs; i++) {
