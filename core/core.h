@@ -74,8 +74,13 @@ bool tjc_may_overlap(const tj_tensor *a, const tj_tensor *b);
 bool tjc_has_internal_overlap(const tj_tensor *t);
 
 /* Registers a tensor returned to user code with the innermost scope and tells
- * the tracing hook, when called at op depth 0. */
-void tjc_track_created(tj_tensor *t);
+ * the tracing hook, when called at op depth 0; false (TJ_ERR_MEMORY set, t
+ * still the caller's to release) when the scope cannot grow. */
+bool tjc_track_created(tj_tensor *t);
+/* Makes room for n more tensors in the innermost scope (true when no scope is
+ * open), so that the tjc_scope_track calls that follow cannot fail: results
+ * are reserved for before they are handed over, and on false released. */
+bool tjc_scope_reserve(int n);
 void tjc_scope_track(tj_tensor *t);
 
 /* ---- errors ------------------------------------------------------------- */

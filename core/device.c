@@ -185,7 +185,13 @@ tj_tensor *tj_to_device(tj_tensor *t, tj_device device) {
     const tj_record_hook *h = tjc_record_hook();
     if (h && h->host_read && tjc_op_depth() == 0) h->host_read(h->ctx, t, "tj_to_device");
     tj_tensor *out = tjc_to_device(t, device);
-    if (out && tjc_op_depth() == 0) tjc_scope_track(out);
+    if (out && tjc_op_depth() == 0) {
+        if (!tjc_scope_reserve(1)) {
+            tj_release(out);
+            return NULL;
+        }
+        tjc_scope_track(out);
+    }
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core.h"
 
 /* Declarations of every shape rule that rows name (their CPU kernels are the
@@ -320,7 +321,7 @@ static int invoke(const tj_op_info *op, tj_device device, tj_tensor *const *in, 
     int n_out = 0;
     tj_status st = op->infer(&c, &n_out);
     if (st == TJ_OK && n_out > c.meta_cap) { /* chunk, split, unbind into many pieces */
-        c.meta = malloc(sizeof(tjc_meta) * (size_t)n_out);
+        c.meta = tjc_malloc(sizeof(tjc_meta) * (size_t)n_out);
         if (!c.meta) {
             tj_release(moved);
             return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name), -1;
@@ -338,7 +339,7 @@ static int invoke(const tj_op_info *op, tj_device device, tj_tensor *const *in, 
         st = kernel(&c);
         if (st != TJ_OK) release_outputs(out, n_out);
     }
-    if (c.meta != stack_metas) free(c.meta);
+    if (c.meta != stack_metas) tjc_free(c.meta);
     tj_release(moved);
     return st == TJ_OK ? n_out : -1;
 }
@@ -359,13 +360,13 @@ tj_status tjc_prepare_call(const tj_op_info *op, tj_tensor *const *in, int n_in,
     int n_out = 0;
     st = op->infer(&c, &n_out);
     if (st) return st;
-    out->meta = malloc(sizeof(tjc_meta) * (size_t)(n_out ? n_out : 1));
+    out->meta = tjc_malloc(sizeof(tjc_meta) * (size_t)(n_out ? n_out : 1));
     if (!out->meta) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", op->name);
     if (n_out > STACK_METAS) {
         c.meta = out->meta;
         c.meta_cap = n_out;
         if ((st = op->infer(&c, &n_out))) {
-            free(out->meta);
+            tjc_free(out->meta);
             out->meta = NULL;
             return st;
         }
@@ -405,7 +406,12 @@ int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, i
     int n = invoke(op, device, in, n_in, attrs, out, out_cap);
     op_depth--;
     if (hook && hook->after) hook->after(hook->ctx, token, n > 0 ? out : NULL, n > 0 ? n : 0);
-    if (op_depth == 0)
+    if (op_depth == 0 && n > 0) {
+        if (!tjc_scope_reserve(n)) {
+            release_outputs(out, n);
+            return -1;
+        }
         for (int i = 0; i < n; i++) tjc_scope_track(out[i]);
+    }
     return n;
 }

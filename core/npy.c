@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core.h"
 #include "tjit/runtime.h"
 
@@ -97,7 +98,7 @@ tj_tensor *tj_load_npy(const char *path) {
         tjc_error(TJ_ERR_PARSE, "tj_load_npy: %s: format version %d is not supported", path, major);
         goto done;
     }
-    hdr = malloc(hlen + 1);
+    hdr = tjc_malloc(hlen + 1);
     if (!hdr) {
         tjc_error(TJ_ERR_MEMORY, "tj_load_npy: out of memory");
         goto done;
@@ -157,9 +158,12 @@ truncated:
     tjc_error(TJ_ERR_PARSE, "tj_load_npy: %s is truncated", path);
 done:
     tj_release(raw);
-    free(hdr);
+    tjc_free(hdr);
     fclose(fp);
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -1,4 +1,5 @@
 /* ptrmap.c — see ptrmap.h. Linear probing; no deletion is needed by users. */
+#include "core/alloc.h"
 #include "ptrmap.h"
 
 #include <stdint.h>
@@ -15,18 +16,18 @@ static size_t slot_of(const void *key, size_t cap) {
 void tjc_ptrmap_init(tjc_ptrmap *m) { *m = (tjc_ptrmap){0}; }
 
 void tjc_ptrmap_free(tjc_ptrmap *m) {
-    free(m->keys);
-    free(m->vals);
+    tjc_free(m->keys);
+    tjc_free(m->vals);
     *m = (tjc_ptrmap){0};
 }
 
 static bool grow(tjc_ptrmap *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    const void **keys = calloc(cap, sizeof *keys);
-    void **vals = calloc(cap, sizeof *vals);
+    const void **keys = tjc_calloc(cap, sizeof *keys);
+    void **vals = tjc_calloc(cap, sizeof *vals);
     if (!keys || !vals) {
-        free(keys);
-        free(vals);
+        tjc_free(keys);
+        tjc_free(vals);
         return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
@@ -36,15 +37,22 @@ static bool grow(tjc_ptrmap *m) {
         keys[s] = m->keys[i];
         vals[s] = m->vals[i];
     }
-    free(m->keys);
-    free(m->vals);
+    tjc_free(m->keys);
+    tjc_free(m->vals);
     m->keys = keys;
     m->vals = vals;
     m->cap = cap;
     return true;
 }
 
+static size_t find(const tjc_ptrmap *m, const void *key);
+
 bool tjc_ptrmap_put(tjc_ptrmap *m, const void *key, void *val) {
+    size_t at = find(m, key);
+    if (at != SIZE_MAX) { /* a key already there: replacing its value cannot fail */
+        m->vals[at] = val;
+        return true;
+    }
     if ((m->n + 1) * 2 > m->cap && !grow(m)) return false;
     size_t s = slot_of(key, m->cap);
     while (m->keys[s] && m->keys[s] != key) s = (s + 1) & (m->cap - 1);

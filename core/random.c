@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "core.h"
 #include "random.h"
 
@@ -46,7 +47,7 @@ double tjc_normal(const uint32_t w[4]) {
 }
 
 tj_generator *tj_generator_new(uint64_t seed) {
-    tj_generator *g = malloc(sizeof *g);
+    tj_generator *g = tjc_malloc(sizeof *g);
     if (!g) {
         tjc_error(TJ_ERR_MEMORY, "tj_generator_new: out of memory");
         return NULL;
@@ -56,7 +57,7 @@ tj_generator *tj_generator_new(uint64_t seed) {
     return g;
 }
 
-void tj_generator_free(tj_generator *g) { free(g); }
+void tj_generator_free(tj_generator *g) { tjc_free(g); }
 
 void tj_generator_set_state(tj_generator *g, uint64_t seed, uint64_t offset) {
     if (!g) {
@@ -139,7 +140,10 @@ static tj_tensor *draw(const char *fn, const int64_t *sizes, int ndim, tj_dtype 
         default: break;
         }
     }
-    tjc_track_created(t);
+    if (!tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core.h"
 
 typedef struct cursor {
@@ -47,7 +48,7 @@ static bool ident(cursor *c, char *buf, size_t n) {
 }
 
 static char *dup_range(const char *a, size_t n) {
-    char *s = malloc(n + 1);
+    char *s = tjc_malloc(n + 1);
     if (!s) return NULL;
     memcpy(s, a, n);
     s[n] = '\0';
@@ -155,7 +156,7 @@ static tj_status parse_default(cursor *c, tj_arg *arg) {
             n = arg->fixed_len ? arg->fixed_len : 1;
             for (int i = 1; i < n; i++) vals[i] = vals[0];
         }
-        int64_t *data = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        int64_t *data = tjc_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
         if (!data) return tjc_error(TJ_ERR_MEMORY, "out of memory parsing a schema");
         memcpy(data, vals, sizeof(int64_t) * (size_t)n);
         arg->def.ints.data = data;
@@ -216,10 +217,10 @@ static tj_status parse_returns(cursor *c, tj_schema *s) {
 void tjc_schema_free(tj_schema *s) {
     for (int k = 0; k < s->n_args && k < TJ_MAX_ARGS; k++) {
         tj_arg *a = &s->args[k];
-        free((char *)a->name);
-        free((char *)a->choices);
-        if (a->has_default && a->type == TJ_ARG_STR) free((char *)a->def.s);
-        if (a->has_default && a->type == TJ_ARG_INTS) free((int64_t *)a->def.ints.data);
+        tjc_free((char *)a->name);
+        tjc_free((char *)a->choices);
+        if (a->has_default && a->type == TJ_ARG_STR) tjc_free((char *)a->def.s);
+        if (a->has_default && a->type == TJ_ARG_INTS) tjc_free((int64_t *)a->def.ints.data);
     }
     memset(s, 0, sizeof *s);
 }
@@ -283,7 +284,7 @@ char *tjc_inplace_schema_text(const char *base) {
     const char *arrow = strstr(base, "->");
     if (open != base || !arrow) return NULL;
     size_t n = strlen(base) + 16;
-    char *out = malloc(n);
+    char *out = tjc_malloc(n);
     if (!out) return NULL;
     snprintf(out, n, "(Tensor(a!) %.*s-> Tensor(a!)", (int)(arrow - (base + 8)), base + 8);
     return out;

@@ -14,6 +14,7 @@
  * caught in the sanitizer build.
  */
 #define _DEFAULT_SOURCE /* madvise */
+#include "core/alloc.h"
 #include "storage.h"
 
 #include <pthread.h>
@@ -91,7 +92,7 @@ static bool cache_put(void *data, size_t cap) {
     cache.slot[cache.n++] = (block){data, cap};
     cache.bytes += cap;
     pthread_mutex_unlock(&cache.lock);
-    for (int i = 0; i < n_evicted; i++) free(evicted[i]);
+    for (int i = 0; i < n_evicted; i++) tjc_free(evicted[i]);
     return true;
 }
 
@@ -103,17 +104,17 @@ void tjc_storage_cache_trim(void) {
     cache.n = 0;
     cache.bytes = 0;
     pthread_mutex_unlock(&cache.lock);
-    for (int i = 0; i < n; i++) free(taken[i].data);
+    for (int i = 0; i < n; i++) tjc_free(taken[i].data);
 }
 
 static void *block_alloc(size_t cap) {
-    if (cap < BIG_BLOCK) return aligned_alloc(SMALL_ALIGN, cap);
+    if (cap < BIG_BLOCK) return tjc_aligned_alloc(SMALL_ALIGN, cap);
     void *data = CACHE_ON ? cache_take(cap) : NULL;
     if (data) return data;
-    data = aligned_alloc(HUGE_PAGE, cap);
+    data = tjc_aligned_alloc(HUGE_PAGE, cap);
     if (!data && CACHE_ON) { /* memory is short: give back what the cache holds */
         tjc_storage_cache_trim();
-        data = aligned_alloc(HUGE_PAGE, cap);
+        data = tjc_aligned_alloc(HUGE_PAGE, cap);
     }
 #ifdef MADV_HUGEPAGE
     if (data) madvise(data, cap, MADV_HUGEPAGE); /* advice only: failure is harmless */
@@ -148,11 +149,11 @@ void tjc_alloc_counts_get(tjc_alloc_counts *out) {
 void tjc_alloc_counts_reset_peak(void) { atomic_store(&peak_bytes, atomic_load(&live_bytes)); }
 
 tjc_storage *tjc_storage_new(size_t nbytes) {
-    tjc_storage *s = malloc(sizeof *s);
+    tjc_storage *s = tjc_malloc(sizeof *s);
     if (!s) return NULL;
     s->data = block_alloc(capacity_for(nbytes));
     if (!s->data) {
-        free(s);
+        tjc_free(s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -166,11 +167,11 @@ tjc_storage *tjc_storage_new_on(tj_device device, size_t nbytes) {
     if (device.type == TJ_CPU) return tjc_storage_new(nbytes);
     const tjc_device_backend *b = tjc_device_backend_of(device.type);
     if (!b || !b->alloc) return NULL;
-    tjc_storage *s = malloc(sizeof *s);
+    tjc_storage *s = tjc_malloc(sizeof *s);
     if (!s) return NULL;
     s->data = b->alloc(device.index, nbytes);
     if (!s->data) {
-        free(s);
+        tjc_free(s);
         return NULL;
     }
     atomic_init(&s->refcount, 1);
@@ -185,12 +186,12 @@ void tjc_storage_release(tjc_storage *s) {
     atomic_fetch_sub_explicit(&live_bytes, (long long)s->nbytes, memory_order_relaxed);
     if (s->device.type != TJ_CPU) {
         tjc_device_backend_of(s->device.type)->release(s->device.index, s->data);
-        free(s);
+        tjc_free(s);
         return;
     }
     /* a block reused from the cache may be larger than this: keeping the
      * smaller figure only makes later matches stricter */
     size_t cap = capacity_for(s->nbytes);
-    if (!(CACHE_ON && cap >= BIG_BLOCK && cache_put(s->data, cap))) free(s->data);
-    free(s);
+    if (!(CACHE_ON && cap >= BIG_BLOCK && cache_put(s->data, cap))) tjc_free(s->data);
+    tjc_free(s);
 }

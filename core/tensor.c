@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core.h"
 #include "storage.h"
 
@@ -68,12 +69,12 @@ static tj_tensor *alloc_on(const char *fn, tj_device device, const int64_t *size
                              tjc_fmt_device(dev, sizeof dev, device), b->device_count(), b->name,
                              b->device_count() == 1 ? "" : "s"), NULL;
     }
-    tj_tensor *t = calloc(1, sizeof *t);
+    tj_tensor *t = tjc_calloc(1, sizeof *t);
     tjc_count_header();
     int64_t n = t ? tjc_contiguous_strides(sizes, ndim, t->strides) : 0;
     if (t) t->storage = tjc_storage_new_on(device, (size_t)n * tj_dtype_size(dtype));
     if (!t || !t->storage) {
-        free(t);
+        tjc_free(t);
         char buf[TJC_SIZES_BUF], dev[TJC_DEVICE_BUF];
         if (device.type == TJ_CPU || !tj_last_status())
             tjc_error(TJ_ERR_MEMORY, "%s: out of memory allocating a %s tensor of sizes %s on %s",
@@ -102,7 +103,7 @@ tj_tensor *tjc_alloc_on(tj_device device, const int64_t *sizes, int ndim, tj_dty
 
 tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
                          int64_t offset) {
-    tj_tensor *t = calloc(1, sizeof *t);
+    tj_tensor *t = tjc_calloc(1, sizeof *t);
     tjc_count_header();
     if (!t) {
         tjc_error(TJ_ERR_MEMORY, "out of memory creating a view");
@@ -156,8 +157,8 @@ void tj_release(tj_tensor *t) {
 #ifdef TJIT_DEBUG_REFCOUNT
         tjc_refcount_retire(t);
 #else
-        free(t->name);
-        free(t);
+        tjc_free(t->name);
+        tjc_free(t);
 #endif
     }
 }
@@ -177,7 +178,10 @@ static void fill(tj_tensor *t, double v) {
 }
 
 static tj_tensor *created(tj_tensor *t) {
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -413,10 +417,10 @@ tj_status tj_tensor_set_name(tj_tensor *t, const char *name) {
     if (!t) return tjc_error(TJ_ERR_ARG, "tj_tensor_set_name: tensor is NULL");
     char *copy = NULL;
     if (name) {
-        copy = strdup(name);
+        copy = tjc_strdup(name);
         if (!copy) return tjc_error(TJ_ERR_MEMORY, "tj_tensor_set_name: out of memory");
     }
-    free(t->name);
+    tjc_free(t->name);
     t->name = copy;
     return TJ_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core.h"
 
 enum { PRECISION = 4, EDGE_ITEMS = 3, THRESHOLD = 1000, LINE_WIDTH = 80, INDENT = 7 };
@@ -38,7 +39,7 @@ static void put(buf *b, const char *fmt, ...) {
             return;
         }
         size_t cap = b->cap * 2 + (size_t)k;
-        char *s = realloc(b->s, cap);
+        char *s = tjc_realloc(b->s, cap);
         if (!s) {
             b->failed = true;
             return;
@@ -229,7 +230,7 @@ static void put_suffix(buf *b, const char *suffix, size_t *line) {
 }
 
 char *tj_tensor_to_string(const tj_tensor *t) {
-    buf b = {.s = malloc(256), .cap = 256};
+    buf b = {.s = tjc_malloc(256), .cap = 256};
     if (!b.s) return NULL;
     b.s[0] = '\0';
     if (!t) { /* printed as printf prints it, and the caller told */
@@ -241,7 +242,7 @@ char *tj_tensor_to_string(const tj_tensor *t) {
     if (t->storage->device.type != TJ_CPU) {
         host = tjc_to_device((tj_tensor *)t, (tj_device){TJ_CPU, 0});
         if (!host) {
-            free(b.s);
+            tjc_free(b.s);
             return NULL;
         }
     }
@@ -284,7 +285,7 @@ char *tj_tensor_to_string(const tj_tensor *t) {
     tj_release(host);
     put(&b, ")");
     if (b.failed) {
-        free(b.s);
+        tjc_free(b.s);
         return NULL;
     }
     return b.s;

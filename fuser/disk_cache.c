@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "disk_cache.h"
 
 #define MAGIC_LEN 8
@@ -159,12 +160,12 @@ static void *read_entry(int fd, off_t file_size, const char *key, size_t *size) 
     memcpy(&stored_len, header + MAGIC_LEN, sizeof stored_len);
     if (stored_len != key_len) return NULL;
     size_t n = (size_t)file_size - HEADER_LEN - key_len;
-    char *stored_key = malloc(key_len + 1), *data = malloc(n ? n : 1);
+    char *stored_key = tjc_malloc(key_len + 1), *data = tjc_malloc(n ? n : 1);
     bool ok = stored_key && data && read_full(fd, stored_key, key_len) && !memcmp(stored_key, key, key_len) &&
               read_full(fd, data, n);
-    free(stored_key);
+    tjc_free(stored_key);
     if (!ok) {
-        free(data);
+        tjc_free(data);
         return NULL;
     }
     *size = n;

@@ -141,12 +141,13 @@ static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, boo
         tj_value *v = append_before(k, q);
         if (!v) return tj_last_status();
         tj_value_set_type(v, tj_value_type(tj_node_output(k, j)));
-        tj_value_replace_uses(tj_node_output(k, j), v);
+        tj_status st = tj_value_replace_uses(tj_node_output(k, j), v);
+        if (st) return st;
     }
-    tj_node_destroy(k);
-    tj_node_destroy(p);
+    tj_status st = tj_node_destroy(k);
+    if (!st) st = tj_node_destroy(p);
     *changed = true;
-    return TJ_OK;
+    return st;
 }
 
 static tj_status hoist_chunks(tj_graph *g) {
@@ -302,11 +303,13 @@ static tj_node *merge(tj_graph *g, tj_node *p, tj_node *c, tj_status *st) {
     if (!grp) {
         tj_graph_free(B.sub);
         if (*st == TJ_ERR_UNSUPPORTED) *st = TJ_OK; /* too big: leave them apart */
-        tj_clear_error();
+        if (*st == TJ_OK) tj_clear_error();
+        else if (!tj_last_status()) tjc_error(*st, "fuse: out of memory");
         return NULL;
     }
     if ((*st = tj_node_insert_before(grp, c)) != TJ_OK) return NULL;
-    for (int o = 0; o < n_out; o++) tj_value_replace_uses(ext_out[o], tj_node_output(grp, o));
+    for (int o = 0; o < n_out; o++)
+        if ((*st = tj_value_replace_uses(ext_out[o], tj_node_output(grp, o))) != TJ_OK) return NULL;
     if ((*st = tj_node_destroy(c)) != TJ_OK || (*st = tj_node_destroy(p)) != TJ_OK) return NULL;
     return grp;
 }
@@ -360,8 +363,9 @@ static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
     tj_value_set_type(inner_out, tj_value_type(out));
     int j = 0;
     while (tj_node_input(c, j) != out) j++;
-    tj_value_replace_uses(tj_block_input(b, j), inner_out);
-    if ((*st = tj_block_remove_input(b, j)) || (*st = tj_node_remove_input(c, j))) return false;
+    if ((*st = tj_value_replace_uses(tj_block_input(b, j), inner_out)) ||
+        (*st = tj_block_remove_input(b, j)) || (*st = tj_node_remove_input(c, j)))
+        return false;
     if (outside) {
         tj_value *go;
         if ((*st = tj_graph_add_output(sub, inner_out)) ||
@@ -369,7 +373,7 @@ static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
             if (*st == TJ_OK) *st = tj_last_status();
             return false;
         }
-        tj_value_replace_uses(out, go);
+        if ((*st = tj_value_replace_uses(out, go))) return false;
     }
     *st = tj_node_destroy(p);
     return *st == TJ_OK;

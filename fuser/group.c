@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "fuser.h"
 
@@ -49,21 +50,21 @@ void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
 void tjf_group_free(tjf_group *g) {
     if (!g) return;
     for (int i = 0; i < g->n_cache; i++) g->backend->release(g->cache[i].kernel);
-    free(g->cache);
-    for (int i = 0; i < g->n_nodes; i++) {
-        free(g->nodes[i].in);
-        free(g->nodes[i].out);
+    tjc_free(g->cache);
+    for (int i = 0; g->nodes && i < g->n_nodes; i++) {
+        tjc_free(g->nodes[i].in);
+        tjc_free(g->nodes[i].out);
     }
-    free(g->nodes);
-    free(g->output_slot);
-    free(g->output_dtype);
+    tjc_free(g->nodes);
+    tjc_free(g->output_slot);
+    tjc_free(g->output_dtype);
     pthread_mutex_destroy(&g->lock);
-    free(g);
+    tjc_free(g);
 }
 
 tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     tj_graph *sub = tj_node_subgraph(node);
-    tjf_group *g = calloc(1, sizeof *g);
+    tjf_group *g = tjc_calloc(1, sizeof *g);
     if (!g) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     pthread_mutex_init(&g->lock, NULL);
     g->sub = sub;
@@ -72,9 +73,9 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     g->n_inputs = tj_block_num_inputs(b);
     g->n_outputs = tj_block_num_outputs(b);
     g->n_nodes = tj_block_num_nodes(b);
-    g->nodes = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof(gnode));
-    g->output_slot = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(int));
-    g->output_dtype = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(tj_dtype));
+    g->nodes = tjc_calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof(gnode));
+    g->output_slot = tjc_calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(int));
+    g->output_dtype = tjc_calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof(tj_dtype));
     tjc_ptrmap slot;
     tjc_ptrmap_init(&slot);
     bool ok = g->nodes && g->output_slot && g->output_dtype;
@@ -100,8 +101,8 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
         }
         gn->n_in = tj_node_num_inputs(n);
         gn->n_out = tj_node_num_outputs(n);
-        gn->in = calloc((size_t)(gn->n_in ? gn->n_in : 1), sizeof(int));
-        gn->out = calloc((size_t)(gn->n_out ? gn->n_out : 1), sizeof(int));
+        gn->in = tjc_calloc((size_t)(gn->n_in ? gn->n_in : 1), sizeof(int));
+        gn->out = tjc_calloc((size_t)(gn->n_out ? gn->n_out : 1), sizeof(int));
         ok = gn->in && gn->out;
         for (int i = 0; ok && i < gn->n_in; i++)
             gn->in[i] = (int)(intptr_t)tjc_ptrmap_get(&slot, tj_node_input(n, i)) - 1;
@@ -110,14 +111,19 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
             ok = tjc_ptrmap_put(&slot, tj_node_output(n, i), (void *)(intptr_t)(gn->out[i] + 1));
         }
     }
-    for (int i = 0; ok && i < g->n_outputs; i++) {
+    bool planned = ok;
+    for (int i = 0; planned && i < g->n_outputs; i++) {
         tj_value *v = tj_block_output(b, i);
         g->output_slot[i] = (int)(intptr_t)tjc_ptrmap_get(&slot, v) - 1;
         g->output_dtype[i] = (tj_dtype)tj_value_type(v)->dtype;
-        ok = g->output_slot[i] >= 0 && (unsigned)g->output_dtype[i] < TJ_NUM_DTYPES;
+        planned = g->output_slot[i] >= 0 && (unsigned)g->output_dtype[i] < TJ_NUM_DTYPES;
     }
     tjc_ptrmap_free(&slot);
     if (!ok) {
+        tjf_group_free(g);
+        return tjc_error(TJ_ERR_MEMORY, "fusion group %%%d: out of memory", tj_node_id(node)), NULL;
+    }
+    if (!planned) {
         tjf_group_free(g);
         return tjc_error(TJ_ERR_INTERNAL, "fusion group %%%d: its subgraph cannot be planned",
                          tj_node_id(node)), NULL;
@@ -174,7 +180,7 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
 }
 
 static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
-    tjf_spec *spec = malloc(sizeof *spec);
+    tjf_spec *spec = tjc_malloc(sizeof *spec);
     if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     tjf_spec_of(inputs, g->n_inputs, spec);
     tjf_kernel *k = NULL;
@@ -186,7 +192,7 @@ static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
         k = g->backend->compile(g->sub, spec);
         if (k && g->n_cache == g->cap_cache) {
             int cap = g->cap_cache ? 2 * g->cap_cache : 4;
-            cached *grown = realloc(g->cache, sizeof *grown * (size_t)cap);
+            cached *grown = tjc_realloc(g->cache, sizeof *grown * (size_t)cap);
             if (grown) {
                 g->cache = grown;
                 g->cap_cache = cap;
@@ -202,7 +208,7 @@ static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
         }
     }
     pthread_mutex_unlock(&g->lock);
-    free(spec);
+    tjc_free(spec);
     return k;
 }
 
@@ -211,7 +217,7 @@ static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
 static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
     enum { SMALL = 64 };
     tj_tensor *small[SMALL];
-    tj_tensor **slot = g->n_slots <= SMALL ? small : calloc((size_t)g->n_slots, sizeof *slot);
+    tj_tensor **slot = g->n_slots <= SMALL ? small : tjc_calloc((size_t)g->n_slots, sizeof *slot);
     if (!slot) return tjc_error(TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; i < g->n_slots; i++) slot[i] = i < g->n_inputs ? tj_retain(inputs[i]) : NULL;
     tj_status st = TJ_OK;
@@ -244,7 +250,7 @@ static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_t
             st = tj_last_status();
     }
     for (int i = 0; i < g->n_slots; i++) tj_release(slot[i]);
-    if (slot != small) free(slot);
+    if (slot != small) tjc_free(slot);
     if (st != TJ_OK)
         for (int i = 0; i < g->n_outputs; i++) {
             tj_release(outputs[i]);
@@ -261,7 +267,7 @@ tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, i
                              "fusion backend run op by op, which is not planned");
     enum { SMALL = 64 };
     shape small[SMALL];
-    shape *sh = g->n_slots <= SMALL ? small : malloc(sizeof(shape) * (size_t)g->n_slots);
+    shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
     if (!sh) return tjc_error(TJ_ERR_MEMORY, "out of memory");
     tj_status st = propagate(g, inputs, sh);
     const shape *it = &sh[g->output_slot[0]];
@@ -275,7 +281,7 @@ tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, i
         memcpy(sizes, it->sizes, sizeof(int64_t) * (size_t)it->ndim);
         if (!(*kernel = kernel_for(g, inputs))) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
     }
-    if (sh != small) free(sh);
+    if (sh != small) tjc_free(sh);
     return st;
 }
 
@@ -292,7 +298,7 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
         if (inputs[i]->storage->device.type != TJ_CPU) return run_op_by_op(g, inputs, outputs);
     enum { SMALL = 64 };
     shape small[SMALL];
-    shape *sh = g->n_slots <= SMALL ? small : malloc(sizeof(shape) * (size_t)g->n_slots);
+    shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
     if (!sh) return tjc_error(TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; i < g->n_outputs; i++) outputs[i] = NULL;
     tj_status st = propagate(g, inputs, sh);
@@ -312,6 +318,6 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
             tj_release(outputs[i]);
             outputs[i] = NULL;
         }
-    if (sh != small) free(sh);
+    if (sh != small) tjc_free(sh);
     return st;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tjo.h"
 
 /* ---- names ------------------------------------------------------------------------- */
@@ -416,7 +417,7 @@ tj_status tj_graph_export_onnx_bytes(const tj_graph *g, const tj_onnx_export_opt
         m.n_opset_import = 1;
         m.opset_import = opsets;
         *len = onnx__model_proto__get_packed_size(&m);
-        *data = malloc(*len ? *len : 1);
+        *data = tjc_malloc(*len ? *len : 1);
         if (!*data) st = tjc_error(TJ_ERR_MEMORY, "out of memory");
         else onnx__model_proto__pack(&m, *data);
     }
@@ -431,6 +432,6 @@ tj_status tj_graph_export_onnx(const tj_graph *g, const char *path, const tj_onn
     size_t len = 0;
     tj_status st = tj_graph_export_onnx_bytes(g, opts, &data, &len);
     if (st == TJ_OK) st = tjo_write_file(path, data, len);
-    free(data);
+    tjc_free(data);
     return st;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tjo.h"
 
 #define MAX_NODES 1000000
@@ -241,9 +242,9 @@ tj_graph *tj_graph_import_onnx_bytes(const void *data, size_t len,
     tj_status st = im.g ? import_graph(&im, m, opts) : TJ_ERR_MEMORY;
     for (int i = 0; i < im.n_all; i++) {
         tj_release(im.all[i]->t);
-        free(im.all[i]);
+        tjc_free(im.all[i]);
     }
-    free(im.all);
+    tjc_free(im.all);
     tjo_names_free(&im.names);
     onnx__model_proto__free_unpacked(m, NULL);
     if (st == TJ_OK) st = tj_graph_verify(im.g);
@@ -263,7 +264,7 @@ tj_graph *tj_graph_import_onnx_ex(const char *path, const tj_onnx_import_options
     void *data = tjo_read_file(path, &len);
     if (!data) return NULL;
     tj_graph *g = tj_graph_import_onnx_bytes(data, len, opts);
-    free(data);
+    tjc_free(data);
     if (!g) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", tj_last_error());

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/grad.h"
 #include "tjo.h"
 
@@ -43,7 +44,7 @@ tj_status tjo_unsupported(tjo_importer *im, const char *fmt, ...) {
 tjo_val *tjo_val_new(tjo_importer *im, const char *name) {
     if (im->n_all == im->cap_all) {
         int cap = im->cap_all ? im->cap_all * 2 : 256;
-        tjo_val **all = realloc(im->all, sizeof *all * (size_t)cap);
+        tjo_val **all = tjc_realloc(im->all, sizeof *all * (size_t)cap);
         if (!all) {
             tjc_error(TJ_ERR_MEMORY, "out of memory");
             return NULL;
@@ -51,7 +52,7 @@ tjo_val *tjo_val_new(tjo_importer *im, const char *name) {
         im->all = all;
         im->cap_all = cap;
     }
-    tjo_val *v = calloc(1, sizeof *v);
+    tjo_val *v = tjc_calloc(1, sizeof *v);
     if (!v) {
         tjc_error(TJ_ERR_MEMORY, "out of memory");
         return NULL;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "tjo.h"
 
 /* ---- dtypes ---------------------------------------------------------------------- */
@@ -112,14 +113,17 @@ tj_tensor *tj_onnx_load_tensor(const char *path) {
     void *data = tjo_read_file(path, &len);
     if (!data) return NULL;
     Onnx__TensorProto *p = onnx__tensor_proto__unpack(NULL, len, data);
-    free(data);
+    tjc_free(data);
     if (!p) {
         tjc_error(TJ_ERR_PARSE, "%s: not a serialized ONNX TensorProto", path);
         return NULL;
     }
     tj_tensor *t = tjo_tensor_from_proto(p, path);
     onnx__tensor_proto__free_unpacked(p, NULL);
-    if (t) tjc_track_created(t);
+    if (t && !tjc_track_created(t)) {
+        tj_release(t);
+        return NULL;
+    }
     return t;
 }
 
@@ -129,7 +133,7 @@ void *tjo_alloc(tjo_pool *p, size_t n) {
     if (p->failed) return NULL;
     if (p->n == p->cap) {
         int cap = p->cap ? p->cap * 2 : 256;
-        void **b = realloc(p->blocks, sizeof *b * (size_t)cap);
+        void **b = tjc_realloc(p->blocks, sizeof *b * (size_t)cap);
         if (!b) {
             p->failed = true;
             tjc_error(TJ_ERR_MEMORY, "out of memory");
@@ -138,7 +142,7 @@ void *tjo_alloc(tjo_pool *p, size_t n) {
         p->blocks = b;
         p->cap = cap;
     }
-    void *m = calloc(1, n ? n : 1);
+    void *m = tjc_calloc(1, n ? n : 1);
     if (!m) {
         p->failed = true;
         tjc_error(TJ_ERR_MEMORY, "out of memory");
@@ -156,8 +160,8 @@ char *tjo_strdup(tjo_pool *p, const char *s) {
 }
 
 void tjo_pool_free(tjo_pool *p) {
-    for (int i = 0; i < p->n; i++) free(p->blocks[i]);
-    free(p->blocks);
+    for (int i = 0; i < p->n; i++) tjc_free(p->blocks[i]);
+    tjc_free(p->blocks);
     memset(p, 0, sizeof *p);
 }
 
@@ -203,9 +207,9 @@ void *tjo_read_file(const char *path, size_t *len) {
     size_t cap = 1 << 16, n = 0;
     char *buf = NULL;
     for (;;) {
-        char *bigger = realloc(buf, cap);
+        char *bigger = tjc_realloc(buf, cap);
         if (!bigger) {
-            free(buf);
+            tjc_free(buf);
             fclose(f);
             tjc_error(TJ_ERR_MEMORY, "out of memory reading %s", path);
             return NULL;
@@ -218,7 +222,7 @@ void *tjo_read_file(const char *path, size_t *len) {
     bool bad = ferror(f);
     fclose(f);
     if (bad) {
-        free(buf);
+        tjc_free(buf);
         tjc_error(TJ_ERR_IO, "cannot read %s", path);
         return NULL;
     }
@@ -253,11 +257,11 @@ void *tjo_names_get(const tjo_names *m, const char *key) {
 bool tjo_names_put(tjo_names *m, const char *key, void *val) {
     if ((m->used + 1) * 2 > m->cap) {
         size_t cap = m->cap ? m->cap * 2 : 64;
-        const char **keys = calloc(cap, sizeof *keys);
-        void **vals = calloc(cap, sizeof *vals);
+        const char **keys = tjc_calloc(cap, sizeof *keys);
+        void **vals = tjc_calloc(cap, sizeof *vals);
         if (!keys || !vals) {
-            free(keys);
-            free(vals);
+            tjc_free(keys);
+            tjc_free(vals);
             tjc_error(TJ_ERR_MEMORY, "out of memory");
             return false;
         }
@@ -268,8 +272,8 @@ bool tjo_names_put(tjo_names *m, const char *key, void *val) {
             keys[j] = m->keys[i];
             vals[j] = m->vals[i];
         }
-        free(m->keys);
-        free(m->vals);
+        tjc_free(m->keys);
+        tjc_free(m->vals);
         m->keys = keys;
         m->vals = vals;
         m->cap = cap;
@@ -283,7 +287,7 @@ bool tjo_names_put(tjo_names *m, const char *key, void *val) {
 }
 
 void tjo_names_free(tjo_names *m) {
-    free(m->keys);
-    free(m->vals);
+    tjc_free(m->keys);
+    tjc_free(m->vals);
     memset(m, 0, sizeof *m);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/core.h"
 #include "tjit/runtime.h"
 
@@ -39,8 +40,8 @@ struct tj_function {
 
 static void entry_free(entry *e) {
     tj_program_free(e->program);
-    free(e->sig);
-    free(e);
+    tjc_free(e->sig);
+    tjc_free(e);
 }
 
 tj_function *tj_function_new(tj_model_fn fn, void *ctx, int n_in, int n_out, int capacity,
@@ -49,10 +50,10 @@ tj_function *tj_function_new(tj_model_fn fn, void *ctx, int n_in, int n_out, int
     if (n_in < 0 || n_out < 1 || capacity < 1)
         return tjc_error(TJ_ERR_ARG, "tj_function_new: needs n_in >= 0, n_out >= 1 and capacity "
                          ">= 1 (got %d, %d, %d)", n_in, n_out, capacity), NULL;
-    tj_function *f = calloc(1, sizeof *f);
-    if (f) f->entries = calloc((size_t)capacity, sizeof(entry *));
+    tj_function *f = tjc_calloc(1, sizeof *f);
+    if (f) f->entries = tjc_calloc((size_t)capacity, sizeof(entry *));
     if (!f || !f->entries) {
-        free(f);
+        tjc_free(f);
         return tjc_error(TJ_ERR_MEMORY, "tj_function_new: out of memory"), NULL;
     }
     f->fn = fn;
@@ -68,9 +69,9 @@ tj_function *tj_function_new(tj_model_fn fn, void *ctx, int n_in, int n_out, int
 void tj_function_free(tj_function *f) {
     if (!f) return;
     for (int i = 0; i < f->n_entries; i++) entry_free(f->entries[i]);
-    free(f->entries);
+    tjc_free(f->entries);
     pthread_mutex_destroy(&f->lock);
-    free(f);
+    tjc_free(f);
 }
 
 tj_function_stats tj_function_get_stats(const tj_function *f) {
@@ -135,7 +136,7 @@ tj_status tj_function_call(tj_function *f, tj_tensor *const *inputs, tj_tensor *
     for (int i = 0; i < f->n_in; i++)
         if (!inputs || !inputs[i]) return tjc_last_or(TJ_ERR_ARG, "tj_function_call: input %d is NULL", i);
     size_t n_sig = f->n_in > 0 ? (size_t)f->n_in : 1;
-    signature *sig = calloc(n_sig, sizeof *sig);
+    signature *sig = tjc_calloc(n_sig, sizeof *sig);
     if (!sig) return tjc_error(TJ_ERR_MEMORY, "tj_function_call: out of memory");
     signature_of(inputs, f->n_in, sig);
 
@@ -150,13 +151,13 @@ tj_status tj_function_call(tj_function *f, tj_tensor *const *inputs, tj_tensor *
         tj_program *p = g ? tj_compile(g, &f->opts) : NULL;
         tj_graph_free(g);
         if (!p) {
-            free(sig);
+            tjc_free(sig);
             return tj_last_status();
         }
-        e = calloc(1, sizeof *e);
+        e = tjc_calloc(1, sizeof *e);
         if (!e) {
             tj_program_free(p);
-            free(sig);
+            tjc_free(sig);
             return tjc_error(TJ_ERR_MEMORY, "tj_function_call: out of memory");
         }
         e->sig = sig;
@@ -176,7 +177,7 @@ tj_status tj_function_call(tj_function *f, tj_tensor *const *inputs, tj_tensor *
             e = same;
         }
     }
-    free(sig);
+    tjc_free(sig);
     tj_status st = tj_run(e->program, inputs, outputs);
     done_with(f, e);
     return st;

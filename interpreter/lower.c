@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "code.h"
 #include "core/ptrmap.h"
 #include "profile.h"
@@ -25,7 +26,7 @@ static int new_reg(lowering *L) {
 static bool release_reg(lowering *L, int r) {
     if (L->n_free == L->cap_free) {
         int cap = L->cap_free ? 2 * L->cap_free : 32;
-        int *grown = realloc(L->free_regs, sizeof(int) * (size_t)cap);
+        int *grown = tjc_realloc(L->free_regs, sizeof(int) * (size_t)cap);
         if (!grown) return false;
         L->free_regs = grown;
         L->cap_free = cap;
@@ -38,7 +39,7 @@ static int reg_of(const lowering *L, const tj_value *v) {
     return (int)(intptr_t)tjc_ptrmap_get(&L->reg_of, v) - 1;
 }
 
-static int *int_array(int n) { return calloc((size_t)(n ? n : 1), sizeof(int)); }
+static int *int_array(int n) { return tjc_calloc((size_t)(n ? n : 1), sizeof(int)); }
 
 static tj_status unsupported(const tj_node *n) {
     return tjc_error(TJ_ERR_UNSUPPORTED, "the interpreter cannot run node %%%d (%s)",
@@ -124,7 +125,7 @@ tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code 
     code->n_inputs = tj_block_num_inputs(b);
     code->input_regs = int_array(code->n_inputs);
     code->n_instrs = tj_block_num_nodes(b);
-    code->instrs = calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof(tji_instr));
+    code->instrs = tjc_calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof(tji_instr));
     if (!code->output_regs || !code->input_regs || !code->instrs)
         st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
     for (int i = 0; st == TJ_OK && i < code->n_outputs; i++)
@@ -147,7 +148,7 @@ tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code 
     tjc_ptrmap_free(&L.reg_of);
     tjc_ptrmap_free(&L.last_use);
     tjc_ptrmap_free(&L.kept);
-    free(L.free_regs);
+    tjc_free(L.free_regs);
     if (st != TJ_OK) tji_code_free(code);
     return st;
 }
@@ -155,13 +156,13 @@ tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code 
 void tji_code_free(tji_code *code) {
     tji_profile_free(atomic_load(&code->profile));
     for (int i = 0; i < code->n_instrs && code->instrs; i++) {
-        free(code->instrs[i].in);
-        free(code->instrs[i].out);
-        free(code->instrs[i].dead);
+        tjc_free(code->instrs[i].in);
+        tjc_free(code->instrs[i].out);
+        tjc_free(code->instrs[i].dead);
         tjf_group_free(code->instrs[i].group);
     }
-    free(code->instrs);
-    free(code->input_regs);
-    free(code->output_regs);
+    tjc_free(code->instrs);
+    tjc_free(code->input_regs);
+    tjc_free(code->output_regs);
     memset(code, 0, sizeof *code);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "plan.h"
 
@@ -43,6 +44,7 @@ static void unlink_chunk(arena *A, int c) {
     if (k->prev >= 0) A->chunks[k->prev].next = k->next;
     else A->bin[bin_of(k->size)] = k->next;
     if (k->next >= 0) A->chunks[k->next].prev = k->prev;
+    /* keys already present: replacing their values cannot fail */
     tjc_ptrmap_put(&A->by_start, (void *)(intptr_t)(k->off + 1), NULL);
     tjc_ptrmap_put(&A->by_end, (void *)(intptr_t)(k->off + k->size + 1), NULL);
     A->spare[A->n_spare++] = c;
@@ -55,8 +57,8 @@ static bool link_chunk(arena *A, int64_t off, int64_t size) {
     } else {
         if (A->n_chunks == A->cap_chunks) {
             int cap = A->cap_chunks ? 2 * A->cap_chunks : 64;
-            chunk *grown = realloc(A->chunks, sizeof *grown * (size_t)cap);
-            int *spare = realloc(A->spare, sizeof *spare * (size_t)cap);
+            chunk *grown = tjc_realloc(A->chunks, sizeof *grown * (size_t)cap);
+            int *spare = tjc_realloc(A->spare, sizeof *spare * (size_t)cap);
             if (grown) A->chunks = grown;
             if (spare) A->spare = spare;
             if (!grown || !spare) return false;
@@ -133,8 +135,8 @@ typedef struct by_instr {
 
 static bool sort_by_instr(const tji_plan *P, bool by_last, by_instr *out) {
     int n = P->code->n_instrs;
-    out->start = calloc((size_t)n + 2, sizeof(int));
-    out->items = calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(int));
+    out->start = tjc_calloc((size_t)n + 2, sizeof(int));
+    out->items = tjc_calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(int));
     if (!out->start || !out->items) return false;
     for (int b = 0; b < P->n_buffers; b++) {
         const tji_buffer *B = &P->buffers[b];
@@ -151,7 +153,7 @@ static bool sort_by_instr(const tji_plan *P, bool by_last, by_instr *out) {
 }
 
 tj_status tji_plan_memory(tji_plan *P) {
-    P->buffer_arena = calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(int));
+    P->buffer_arena = tjc_calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(int));
     arena A[4];
     memset(A, 0, sizeof A);
     for (int a = 0; a < 4; a++) {
@@ -194,15 +196,15 @@ tj_status tji_plan_memory(tji_plan *P) {
     }
     for (int a = 0; a < 4; a++) {
         if (a < P->n_arenas) P->arena_bytes[a] = A[a].end;
-        free(A[a].chunks);
-        free(A[a].spare);
+        tjc_free(A[a].chunks);
+        tjc_free(A[a].spare);
         tjc_ptrmap_free(&A[a].by_start);
         tjc_ptrmap_free(&A[a].by_end);
     }
-    free(defs.start);
-    free(defs.items);
-    free(deaths.start);
-    free(deaths.items);
+    tjc_free(defs.start);
+    tjc_free(defs.items);
+    tjc_free(deaths.start);
+    tjc_free(deaths.items);
 #ifdef TJIT_VERIFY_PLANS
     if (!st) st = tji_plan_verify(P); /* debug and sanitizer builds check every plan they make */
 #endif
@@ -236,7 +238,7 @@ tj_status tji_plan_verify(const tji_plan *P) {
     int n_live[4] = {0};
     tj_status st = TJ_OK;
     for (int a = 0; a < P->n_arenas && !st; a++)
-        if (!(live[a] = calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(live_range))))
+        if (!(live[a] = tjc_calloc((size_t)(P->n_buffers ? P->n_buffers : 1), sizeof(live_range))))
             st = tjc_error(TJ_ERR_MEMORY, "verifying a plan: out of memory");
     if (!st && (!sort_by_instr(P, false, &defs) || !sort_by_instr(P, true, &deaths)))
         st = tjc_error(TJ_ERR_MEMORY, "verifying a plan: out of memory");
@@ -277,10 +279,10 @@ tj_status tji_plan_verify(const tji_plan *P) {
             n_live[a]--;
         }
     }
-    for (int a = 0; a < 4; a++) free(live[a]);
-    free(defs.start);
-    free(defs.items);
-    free(deaths.start);
-    free(deaths.items);
+    for (int a = 0; a < 4; a++) tjc_free(live[a]);
+    tjc_free(defs.start);
+    tjc_free(defs.items);
+    tjc_free(deaths.start);
+    tjc_free(deaths.items);
     return st;
 }

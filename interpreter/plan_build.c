@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "plan.h"
 
@@ -44,26 +45,26 @@ bool tji_plan_matches(const tji_plan *plan, tj_tensor *const *in) {
 void tji_plan_free(tji_plan *plan) {
     if (!plan) return;
     tji_plan_free_frames(plan);
-    for (int s = 0; plan->steps && s < plan->n_steps; s++) free(plan->steps[s].meta);
-    free(plan->sig);
-    free(plan->slots);
-    free(plan->buffers);
-    free(plan->steps);
-    free(plan->in_slots);
-    free(plan->out_slots);
-    free(plan->value_slot);
-    free(plan->instr_in_values);
-    free(plan->instr_out_values);
-    free(plan->instr_in_at);
-    free(plan->instr_out_at);
-    free(plan->output_slot);
-    free(plan->output_first);
-    free(plan->buffer_arena);
-    free(plan->input_bound);
-    free(plan->external_bound);
-    free(plan->external_buffers);
+    for (int s = 0; plan->steps && s < plan->n_steps; s++) tjc_free(plan->steps[s].meta);
+    tjc_free(plan->sig);
+    tjc_free(plan->slots);
+    tjc_free(plan->buffers);
+    tjc_free(plan->steps);
+    tjc_free(plan->in_slots);
+    tjc_free(plan->out_slots);
+    tjc_free(plan->value_slot);
+    tjc_free(plan->instr_in_values);
+    tjc_free(plan->instr_out_values);
+    tjc_free(plan->instr_in_at);
+    tjc_free(plan->instr_out_at);
+    tjc_free(plan->output_slot);
+    tjc_free(plan->output_first);
+    tjc_free(plan->buffer_arena);
+    tjc_free(plan->input_bound);
+    tjc_free(plan->external_bound);
+    tjc_free(plan->external_buffers);
     pthread_mutex_destroy(&plan->lock);
-    free(plan);
+    tjc_free(plan);
 }
 
 /* ---- building ---------------------------------------------------------------- */
@@ -78,7 +79,7 @@ typedef struct builder {
 
 static tj_status no_memory(void) { return tjc_error(TJ_ERR_MEMORY, "planning replay: out of memory"); }
 
-static void *array(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+static void *array(size_t n, size_t size) { return tjc_calloc(n ? n : 1, size); }
 
 /* A slot of root kind, with its shell. */
 static int new_slot(builder *B, tji_root_kind root, int index, const tjc_storage *store,
@@ -124,7 +125,7 @@ static tj_status plan_instr(builder *B, int k, const int *args, int *outs) {
     tji_plan *P = B->plan;
     const tji_instr *I = &B->code->instrs[k];
     tj_tensor *in[TJF_MAX_ARGS > 64 ? TJF_MAX_ARGS : 64], **in_heap = NULL, **inp = in;
-    if (I->n_in > 64 && !(inp = in_heap = malloc(sizeof(tj_tensor *) * (size_t)I->n_in)))
+    if (I->n_in > 64 && !(inp = in_heap = tjc_malloc(sizeof(tj_tensor *) * (size_t)I->n_in)))
         return no_memory();
     for (int j = 0; j < I->n_in; j++) inp[j] = args[j] >= 0 ? &B->shell[args[j]] : NULL;
     tj_status st = TJ_OK;
@@ -173,9 +174,9 @@ static tj_status plan_instr(builder *B, int k, const int *args, int *outs) {
         } else {
             step.n_in = -1; /* a pure view: no step */
         }
-        free(prep.meta);
+        tjc_free(prep.meta);
     }
-    free(in_heap);
+    tjc_free(in_heap);
     if (st) return st;
     if (step.n_in < 0) return TJ_OK;
     for (int j = 0; j < I->n_in; j++) P->in_slots[P->n_in_slots++] = args[j];
@@ -252,7 +253,7 @@ static tj_status reuse_dead_inputs(tji_plan *P) {
             P->slots[s].index = find_rep(merged_into, P->slots[s].index);
     for (int b = 0; b < P->n_buffers; b++)
         if (merged_into[b] >= 0) P->buffers[b].bytes = -1; /* lives in its representative */
-    free(merged_into);
+    tjc_free(merged_into);
     return TJ_OK;
 }
 
@@ -281,7 +282,7 @@ static tj_status unplannable(const tji_instr *I) {
 }
 
 tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
-    tji_plan *P = calloc(1, sizeof *P);
+    tji_plan *P = tjc_calloc(1, sizeof *P);
     if (!P) return no_memory(), NULL;
     pthread_mutex_init(&P->lock, NULL);
     P->code = code;
@@ -338,12 +339,12 @@ tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
     for (int k = 0; !st && k < code->n_instrs; k++) {
         const tji_instr *I = &code->instrs[k];
         if (I->n_in > args_cap) {
-            int *grown = malloc(sizeof(int) * (size_t)I->n_in);
+            int *grown = tjc_malloc(sizeof(int) * (size_t)I->n_in);
             if (!grown) {
                 st = no_memory();
                 break;
             }
-            if (args != args_small) free(args);
+            if (args != args_small) tjc_free(args);
             args = grown;
             args_cap = I->n_in;
         }
@@ -373,7 +374,7 @@ tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
             reg_value[I->out[j]] = next_value++;
         }
     }
-    if (args != args_small) free(args);
+    if (args != args_small) tjc_free(args);
     /* graph outputs: their buffers are the caller's, allocated at every replay */
     tjc_ptrmap first_of;
     tjc_ptrmap_init(&first_of);
@@ -402,10 +403,10 @@ tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
             P->slots[s].root = TJI_ROOT_EXTERNAL;
     if (!st) st = tji_plan_memory(P);
     if (!st) st = bind_lists(P);
-    free(reg_value);
-    free(B.shell);
-    free(B.root_store);
-    free(B.slot_last);
+    tjc_free(reg_value);
+    tjc_free(B.shell);
+    tjc_free(B.root_store);
+    tjc_free(B.slot_last);
     if (st) {
         tji_plan_free(P);
         return NULL;

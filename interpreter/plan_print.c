@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "program.h"
 
 typedef struct text {
@@ -21,9 +22,9 @@ static void put(text *t, const char *fmt, ...) {
     if (k < 0 || !t->s) return;
     if (t->n + (size_t)k + 1 > t->cap) {
         size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = realloc(t->s, cap);
+        char *s = tjc_realloc(t->s, cap);
         if (!s) {
-            free(t->s);
+            tjc_free(t->s);
             t->s = NULL;
             return;
         }
@@ -67,18 +68,18 @@ static void put_bytes_line(text *t, const tji_plan *P) {
 }
 
 char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
-    text t = {malloc(256), 0, 256};
+    text t = {tjc_malloc(256), 0, 256};
     if (!t.s) return NULL;
     t.s[0] = '\0';
     int n_out_values = P->n_values - P->code->n_inputs;
-    int *instr_of = calloc((size_t)(n_out_values ? n_out_values : 1), sizeof(int));
-    int *start = calloc((size_t)P->n_buffers + 2, sizeof(int));
-    int *values = calloc((size_t)(P->n_values ? P->n_values : 1), sizeof(int));
+    int *instr_of = tjc_calloc((size_t)(n_out_values ? n_out_values : 1), sizeof(int));
+    int *start = tjc_calloc((size_t)P->n_buffers + 2, sizeof(int));
+    int *values = tjc_calloc((size_t)(P->n_values ? P->n_values : 1), sizeof(int));
     if (!instr_of || !start || !values) {
-        free(instr_of);
-        free(start);
-        free(values);
-        free(t.s);
+        tjc_free(instr_of);
+        tjc_free(start);
+        tjc_free(values);
+        tjc_free(t.s);
         return NULL;
     }
     for (int k = 0; k < P->code->n_instrs; k++)
@@ -128,9 +129,9 @@ char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
             put(&t, "\n");
         }
     }
-    free(instr_of);
-    free(start);
-    free(values);
+    tjc_free(instr_of);
+    tjc_free(start);
+    tjc_free(values);
     return t.s;
 }
 
@@ -175,12 +176,12 @@ static void put_program(text *t, const tj_program *p, const char *title) {
     }
     char *s = tji_plan_to_string(p->plans[0], p->graph);
     put(t, "%s", s ? s : "(out of memory)\n");
-    free(s);
+    tjc_free(s);
 }
 
 char *tj_program_plan_to_string(const tj_program *p) {
     if (!p) return tjc_error(TJ_ERR_ARG, "tj_program_plan_to_string: program is NULL"), NULL;
-    text t = {malloc(256), 0, 256};
+    text t = {tjc_malloc(256), 0, 256};
     if (!t.s) return NULL;
     t.s[0] = '\0';
     put_program(&t, p, p->backward ? "# forward\n" : "");

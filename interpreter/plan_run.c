@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/storage.h"
 #include "plan.h"
 
@@ -28,19 +29,19 @@ static void frame_free(const tji_plan *P, tji_frame *F) {
     if (!F) return;
     for (int a = 0; a < P->n_arenas; a++)
         if (F->arena[a]) tjc_storage_release(F->arena[a]);
-    free(F->tensors);
-    free(F->storages);
-    free(F->external);
-    free(F->in_ptrs);
-    free(F->out_ptrs);
-    free(F->calls);
-    free(F);
+    tjc_free(F->tensors);
+    tjc_free(F->storages);
+    tjc_free(F->external);
+    tjc_free(F->in_ptrs);
+    tjc_free(F->out_ptrs);
+    tjc_free(F->calls);
+    tjc_free(F);
 }
 
-static void *array(size_t n, size_t size) { return calloc(n ? n : 1, size); }
+static void *array(size_t n, size_t size) { return tjc_calloc(n ? n : 1, size); }
 
 static tji_frame *frame_new(const tji_plan *P) {
-    tji_frame *F = calloc(1, sizeof *F);
+    tji_frame *F = tjc_calloc(1, sizeof *F);
     if (!F) return tjc_error(TJ_ERR_MEMORY, "replay: out of memory for a frame"), NULL;
     F->tensors = array((size_t)P->n_slots, sizeof(tj_tensor));
     F->storages = array((size_t)P->n_buffers, sizeof(tjc_storage));

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "profile.h"
 #include "program.h"
 
@@ -72,7 +73,7 @@ static double instr_flops(const tji_instr *I, tj_tensor *const *R) {
 bool tji_profile_begin_slow(tji_profile *p, tji_profile_run *run) {
     run->prof = p;
     run->n = 0;
-    run->events = malloc(sizeof(tji_event) * (size_t)(p->code->n_instrs + 1));
+    run->events = tjc_malloc(sizeof(tji_event) * (size_t)(p->code->n_instrs + 1));
     run->start_ns = tji_now_ns();
     return run->events != NULL; /* without memory the replay just is not recorded */
 }
@@ -107,7 +108,7 @@ void tji_profile_end(tji_profile_run *run) {
         }
         if (p->n_events == p->cap_events && p->cap_events < TJI_MAX_EVENTS) {
             int64_t cap = p->cap_events ? 2 * p->cap_events : 1024;
-            tji_event *grown = realloc(p->events, sizeof(tji_event) * (size_t)cap);
+            tji_event *grown = tjc_realloc(p->events, sizeof(tji_event) * (size_t)cap);
             if (grown) {
                 p->events = grown;
                 p->cap_events = cap;
@@ -117,7 +118,7 @@ void tji_profile_end(tji_profile_run *run) {
         else p->dropped++;
     }
     pthread_mutex_unlock(&p->lock);
-    free(run->events);
+    tjc_free(run->events);
 }
 
 /* ---- profiles --------------------------------------------------------------------- */
@@ -133,19 +134,19 @@ void tji_profile_clear(tji_profile *p) {
 void tji_profile_free(tji_profile *p) {
     if (!p) return;
     pthread_mutex_destroy(&p->lock);
-    free(p->stats);
-    free(p->events);
-    free(p);
+    tjc_free(p->stats);
+    tjc_free(p->events);
+    tjc_free(p);
 }
 
 tj_status tji_profile_enable(tji_code *code, const char *phase, bool on) {
     tji_profile *p = atomic_load(&code->profile);
     if (!p && on) {
-        tji_profile *made = calloc(1, sizeof *made);
-        tji_instr_stats *stats = calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof *stats);
+        tji_profile *made = tjc_calloc(1, sizeof *made);
+        tji_instr_stats *stats = tjc_calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof *stats);
         if (!made || !stats) {
-            free(made);
-            free(stats);
+            tjc_free(made);
+            tjc_free(stats);
             return tjc_error(TJ_ERR_MEMORY, "tj_program_profile: out of memory");
         }
         made->phase = phase;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "profile.h"
 #include "program.h"
 
@@ -55,7 +56,7 @@ static tj_status collect(tji_profile *p, phase_rows *out) {
     const tji_code *code = p->code;
     out->phase = p->phase;
     out->n = 0;
-    out->rows = calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof(row));
+    out->rows = tjc_calloc((size_t)(code->n_instrs ? code->n_instrs : 1), sizeof(row));
     if (!out->rows) return tjc_error(TJ_ERR_MEMORY, "tj_profile_report: out of memory");
     pthread_mutex_lock(&p->lock);
     out->replays = p->replays;
@@ -101,7 +102,7 @@ static void put(text *t, const char *fmt, ...) {
     if (k < 0 || t->failed) return;
     if (t->n + (size_t)k + 1 > t->cap) {
         size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = realloc(t->s, cap);
+        char *s = tjc_realloc(t->s, cap);
         if (!s) {
             t->failed = true;
             return;
@@ -180,9 +181,9 @@ char *tj_profile_report(const tj_program *p) {
         put_row(&t, width, "total", "-", instrs, calls, sum_ns, all_ns ? (double)sum_ns / (double)all_ns : 0.0,
                 -1, -1, true);
     }
-    for (int i = 0; i < n_profs; i++) free(phases[i].rows);
+    for (int i = 0; i < n_profs; i++) tjc_free(phases[i].rows);
     if (st || t.failed || !t.s) {
-        free(t.s);
+        tjc_free(t.s);
         if (!st) tjc_error(TJ_ERR_MEMORY, "tj_profile_report: out of memory");
         return NULL;
     }
@@ -246,7 +247,7 @@ tj_status tj_profile_write_trace(const tj_program *p, const char *path) {
         n += profs[i]->n_events;
         pthread_mutex_unlock(&profs[i]->lock);
     }
-    traced *all = malloc(sizeof(traced) * (size_t)(n ? n : 1));
+    traced *all = tjc_malloc(sizeof(traced) * (size_t)(n ? n : 1));
     if (!all) return tjc_error(TJ_ERR_MEMORY, "tj_profile_write_trace: out of memory");
     int64_t m = 0;
     for (int i = 0; i < n_profs; i++) { /* events that came meanwhile wait for the next trace */
@@ -258,7 +259,7 @@ tj_status tj_profile_write_trace(const tj_program *p, const char *path) {
     qsort(all, (size_t)m, sizeof(traced), by_start);
     FILE *f = fopen(path, "w");
     if (!f) {
-        free(all);
+        tjc_free(all);
         return tjc_error(TJ_ERR_IO, "tj_profile_write_trace: cannot write %s: %s", path, strerror(errno));
     }
     int pid = (int)getpid();
@@ -270,7 +271,7 @@ tj_status tj_profile_write_trace(const tj_program *p, const char *path) {
                "\"args\": {\"name\": \"tjit\"}}", pid);
     int max_thread = 0;
     for (int64_t e = 0; e < m; e++) max_thread = all[e].ev.thread > max_thread ? all[e].ev.thread : max_thread;
-    bool *named = calloc((size_t)max_thread + 1, sizeof(bool)); /* tracks given a name */
+    bool *named = tjc_calloc((size_t)max_thread + 1, sizeof(bool)); /* tracks given a name */
     for (int64_t e = 0; named && e < m; e++) {
         int th = all[e].ev.thread;
         if (!named[th]) {
@@ -284,8 +285,8 @@ tj_status tj_profile_write_trace(const tj_program *p, const char *path) {
         write_event(f, &all[e], origin, pid);
     }
     fputs("\n]}\n", f);
-    free(named);
-    free(all);
+    tjc_free(named);
+    tjc_free(all);
     bool failed = ferror(f) != 0;
     if (fclose(f) != 0 || failed)
         return tjc_error(TJ_ERR_IO, "tj_profile_write_trace: writing %s failed", path);

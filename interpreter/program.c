@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "profile.h"
 #include "program.h"
 
@@ -13,13 +14,13 @@ void tj_program_free(tj_program *p) {
     tji_training_free(p);
     for (int i = 0; i < atomic_load(&p->n_plans); i++) tji_plan_free(p->plans[i]);
     pthread_mutex_destroy(&p->plan_lock);
-    free(p->plan_error);
+    tjc_free(p->plan_error);
     tji_code_free(&p->code);
     for (int i = 0; p->bound && i < p->n_graph_inputs; i++) tj_release(p->bound[i]);
-    free(p->bound);
-    free(p->user_input);
+    tjc_free(p->bound);
+    tjc_free(p->user_input);
     tj_graph_free(p->graph);
-    free(p);
+    tjc_free(p);
 }
 
 tj_program *tj_compile(const tj_graph *g, const tj_compile_options *opts) {
@@ -35,12 +36,17 @@ static tji_plan *add_plan(tj_program *p, const tji_sig_entry *sig) {
     if (p->plan_refused || p->opts.dynamic_replay || atomic_load(&p->n_plans) == TJI_MAX_PLANS)
         return NULL;
     tji_plan *plan = tji_plan_build(&p->code, sig);
+    if (!plan && tj_last_status() == TJ_ERR_MEMORY) {
+        /* memory was short: this run replays op by op, a later one plans again */
+        tj_clear_error();
+        return NULL;
+    }
     if (!plan) {
         /* a program whose code cannot be planned for one signature (a node on
          * a device without planned kernels) cannot be for others either */
         p->plan_refused = true;
-        free(p->plan_error);
-        p->plan_error = strdup(tj_last_error());
+        tjc_free(p->plan_error);
+        p->plan_error = tjc_strdup(tj_last_error());
         tj_clear_error(); /* replay goes on op by op: not an error of tj_run's caller */
         return NULL;
     }
@@ -54,7 +60,7 @@ static tji_plan *add_plan(tj_program *p, const tji_sig_entry *sig) {
  * give every input's geometry (parameters: their tensors'). */
 static void plan_traced_signature(tj_program *p) {
     int n = p->code.n_inputs;
-    tji_sig_entry *sig = calloc((size_t)(n ? n : 1), sizeof *sig);
+    tji_sig_entry *sig = tjc_calloc((size_t)(n ? n : 1), sizeof *sig);
     if (!sig) return;
     bool complete = true;
     for (int i = 0; i < n && complete; i++) {
@@ -82,7 +88,7 @@ static void plan_traced_signature(tj_program *p) {
         add_plan(p, sig);
         pthread_mutex_unlock(&p->plan_lock);
     }
-    free(sig);
+    tjc_free(sig);
 }
 
 /* The plan for the graph inputs in[], made when new; NULL: replay op by op. */
@@ -98,13 +104,13 @@ static tji_plan *plan_for(const tj_program *cp, tj_tensor *const *in) {
     for (int i = 0; i < n && !plan; i++)
         if (tji_plan_matches(p->plans[i], in)) plan = p->plans[i];
     if (!plan) {
-        tji_sig_entry *sig = calloc((size_t)(p->code.n_inputs ? p->code.n_inputs : 1), sizeof *sig);
+        tji_sig_entry *sig = tjc_calloc((size_t)(p->code.n_inputs ? p->code.n_inputs : 1), sizeof *sig);
         if (sig) {
             tji_signature_of(in, p->code.n_inputs, sig);
             for (int i = 0; i < p->code.n_inputs; i++)
                 if (p->code.input_regs[i] < 0) sig[i].present = false;
             plan = add_plan(p, sig);
-            free(sig);
+            tjc_free(sig);
         }
     }
     pthread_mutex_unlock(&p->plan_lock);
@@ -112,14 +118,14 @@ static tji_plan *plan_for(const tj_program *cp, tj_tensor *const *in) {
 }
 
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts) {
-    tj_program *p = calloc(1, sizeof *p);
+    tj_program *p = tjc_calloc(1, sizeof *p);
     if (!p) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
     if (opts) p->opts = *opts;
     pthread_mutex_init(&p->plan_lock, NULL);
     p->graph = tj_graph_clone(g, NULL);
     int n_inputs = p->graph ? tj_graph_num_inputs(p->graph) : 0;
-    p->bound = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
-    p->user_input = calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(int));
+    p->bound = tjc_calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
+    p->user_input = tjc_calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(int));
     if (!p->graph) { /* the clone's own message says why */
         tj_program_free(p);
         return tjc_last_or(TJ_ERR_INTERNAL, "tj_compile: copying the graph failed"), NULL;
@@ -212,10 +218,10 @@ static tj_status run_dynamic(const tj_program *p, tj_tensor *const *in, tj_tenso
     enum { SMALL = 128 };
     tj_tensor *frame_small[SMALL] = {0};
     tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
-                                                : calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
+                                                : tjc_calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
     if (!frame) return tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
     tj_status st = tji_execute(&p->code, in, frame, all);
-    if (frame != frame_small) free(frame);
+    if (frame != frame_small) tjc_free(frame);
     return st;
 }
 
@@ -232,12 +238,12 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
     enum { SMALL = 128 };
     tj_tensor *in_small[SMALL], *all_small[SMALL];
     int n_in = p->code.n_inputs, n_all = p->code.n_outputs;
-    tj_tensor **in = n_in <= SMALL ? in_small : malloc(sizeof(tj_tensor *) * (size_t)n_in);
+    tj_tensor **in = n_in <= SMALL ? in_small : tjc_malloc(sizeof(tj_tensor *) * (size_t)n_in);
     /* a program that differentiates also returns the saved values: they go
      * to its tape for tj_backward, not to the caller */
     tj_tensor **all = !p->backward ? outputs
                       : n_all <= SMALL ? all_small
-                                       : malloc(sizeof(tj_tensor *) * (size_t)n_all);
+                                       : tjc_malloc(sizeof(tj_tensor *) * (size_t)n_all);
     int n_user_out = p->backward ? p->n_user_outputs : n_all;
     tj_status st = TJ_OK;
     if (!in || !all) {
@@ -252,14 +258,24 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
         bool profiling = tji_profiling(&p->code);
         if (!st && !plan && !profiling) plan = plan_for(p, in);
         if (!st) st = plan && !profiling ? tji_plan_execute(plan, in, all) : run_dynamic(p, in, all);
+        if (st == TJ_OK && !tjc_scope_reserve(n_user_out)) { /* the tape is left as it was */
+            st = TJ_ERR_MEMORY;
+            for (int i = 0; i < n_all; i++) {
+                tj_release(all[i]);
+                all[i] = NULL;
+            }
+        }
         if (st == TJ_OK && p->backward) {
-            for (int i = 0; i < n_user_out; i++) outputs[i] = all[i];
-            tji_tape_store((tj_program *)p, all + n_user_out, n_all - n_user_out);
+            st = tji_tape_store((tj_program *)p, all + n_user_out, n_all - n_user_out);
+            for (int i = 0; i < n_user_out; i++) {
+                if (st) tj_release(all[i]);
+                outputs[i] = st ? NULL : all[i];
+            }
         }
         if (st == TJ_OK)
             for (int i = 0; i < n_user_out; i++) tjc_scope_track(outputs[i]);
     }
-    if (all != outputs && all != all_small) free(all);
-    if (in != in_small) free(in);
+    if (all != outputs && all != all_small) tjc_free(all);
+    if (in != in_small) tjc_free(in);
     return st;
 }

@@ -43,7 +43,8 @@ struct tj_program {
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts);
 tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts);
 void tji_training_free(tj_program *p);
-/* Takes the references in saved[0..n) as the program's tape. */
-void tji_tape_store(tj_program *p, tj_tensor **saved, int n);
+/* Takes the references in saved[0..n) as the program's tape; when memory is short,
+ * releases them and returns TJ_ERR_MEMORY (the previous tape stays). */
+tj_status tji_tape_store(tj_program *p, tj_tensor **saved, int n);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "code.h"
 #include "profile.h"
 
@@ -24,16 +25,16 @@ typedef struct instr_io {
 } instr_io;
 
 static tj_status io_open(instr_io *io, const tji_instr *I, tj_tensor **R) {
-    io->args = I->n_in <= SMALL ? io->args_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
-    io->res = I->n_out <= SMALL ? io->res_small : malloc(sizeof(tj_tensor *) * (size_t)I->n_out);
+    io->args = I->n_in <= SMALL ? io->args_small : tjc_malloc(sizeof(tj_tensor *) * (size_t)I->n_in);
+    io->res = I->n_out <= SMALL ? io->res_small : tjc_malloc(sizeof(tj_tensor *) * (size_t)I->n_out);
     if (!io->args || !io->res) return tjc_error(TJ_ERR_MEMORY, "out of memory replaying");
     for (int j = 0; j < I->n_in; j++) io->args[j] = R[I->in[j]];
     return TJ_OK;
 }
 
 static void io_close(instr_io *io) {
-    if (io->args != io->args_small) free(io->args);
-    if (io->res != io->res_small) free(io->res);
+    if (io->args != io->args_small) tjc_free(io->args);
+    if (io->res != io->res_small) tjc_free(io->res);
 }
 
 /* Stores an op's n results in the instruction's output registers, or, when
@@ -136,9 +137,9 @@ static void put(text *t, const char *fmt, ...) {
     if (k < 0 || !t->s) return;
     if (t->n + (size_t)k + 1 > t->cap) {
         size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = realloc(t->s, cap);
+        char *s = tjc_realloc(t->s, cap);
         if (!s) {
-            free(t->s);
+            tjc_free(t->s);
             t->s = NULL;
             return;
         }
@@ -156,7 +157,7 @@ static void regs(text *t, const int *r, int n) {
 }
 
 char *tji_code_to_string(const tji_code *code) {
-    text t = {malloc(256), 0, 256};
+    text t = {tjc_malloc(256), 0, 256};
     if (!t.s) return NULL;
     t.s[0] = '\0';
     put(&t, "registers: %d\ninputs: ", code->n_regs);

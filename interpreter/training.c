@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "program.h"
 
 static bool float_input(const tj_graph *g, int i) {
@@ -32,7 +33,7 @@ static tj_status prune_saved(tj_gradient *gr, const char *passes) {
 
 tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts) {
     int n_in = tj_graph_num_inputs(g);
-    bool *wrt = calloc((size_t)(n_in ? n_in : 1), sizeof(bool));
+    bool *wrt = tjc_calloc((size_t)(n_in ? n_in : 1), sizeof(bool));
     if (!wrt) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
     int any = 0;
     for (int i = 0, k = 0; i < n_in; i++) {
@@ -41,13 +42,13 @@ tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *op
         any += wrt[i];
     }
     if (!any) {
-        free(wrt);
+        tjc_free(wrt);
         return tjc_error(TJ_ERR_ARG, "tj_compile: gradients were asked for, but no input or "
                          "parameter takes one"), NULL;
     }
     tj_gradient gr;
     tj_status st = tj_autodiff(g, wrt, &gr);
-    free(wrt);
+    tjc_free(wrt);
     if (st) return NULL;
     tj_compile_options plain = *opts;
     plain.requires_grad = NULL;
@@ -68,7 +69,7 @@ tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *op
     p->n_grads = gr.n_grads;
     p->grad_of = gr.grad_of;
     gr.grad_of = NULL;
-    p->param_grad = calloc((size_t)(p->n_graph_inputs ? p->n_graph_inputs : 1), sizeof(tj_tensor *));
+    p->param_grad = tjc_calloc((size_t)(p->n_graph_inputs ? p->n_graph_inputs : 1), sizeof(tj_tensor *));
     pthread_mutex_init(&p->tape_lock, NULL);
     tj_gradient_free(&gr);
     if (!p->param_grad) {
@@ -89,24 +90,30 @@ void tji_training_free(tj_program *p) {
     if (!p->backward) return;
     tj_program_free(p->backward);
     release_all(p->tape, p->n_tape);
-    free(p->tape);
+    tjc_free(p->tape);
     release_all(p->param_grad, p->n_graph_inputs);
-    free(p->param_grad);
-    free(p->grad_of);
+    tjc_free(p->param_grad);
+    tjc_free(p->grad_of);
     pthread_mutex_destroy(&p->tape_lock);
 }
 
-void tji_tape_store(tj_program *p, tj_tensor **saved, int n) {
+tj_status tji_tape_store(tj_program *p, tj_tensor **saved, int n) {
+    tj_tensor **tape = tjc_malloc(sizeof(tj_tensor *) * (size_t)(n ? n : 1));
+    if (!tape) {
+        release_all(saved, n);
+        return tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory keeping the values saved for "
+                         "tj_backward");
+    }
+    memcpy(tape, saved, sizeof(tj_tensor *) * (size_t)n);
     pthread_mutex_lock(&p->tape_lock);
     release_all(p->tape, p->n_tape);
-    free(p->tape);
-    p->tape = malloc(sizeof(tj_tensor *) * (size_t)(n ? n : 1));
-    if (p->tape) memcpy(p->tape, saved, sizeof(tj_tensor *) * (size_t)n);
-    else release_all(saved, n);
-    p->n_tape = p->tape ? n : 0;
-    p->tape_full = p->tape != NULL;
+    tjc_free(p->tape);
+    p->tape = tape;
+    p->n_tape = n;
+    p->tape_full = true;
     p->ran = true;
     pthread_mutex_unlock(&p->tape_lock);
+    return TJ_OK;
 }
 
 /* Takes the tape (the caller releases it); an error when there is none. */
@@ -146,8 +153,8 @@ tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor *
     if (st) return st;
     tj_program *b = p->backward;
     int n_out = p->n_user_outputs, n_b = b->n_user;
-    tj_tensor **in = calloc((size_t)(n_b ? n_b : 1), sizeof(tj_tensor *));
-    tj_tensor **grads = calloc((size_t)(p->n_grads ? p->n_grads : 1), sizeof(tj_tensor *));
+    tj_tensor **in = tjc_calloc((size_t)(n_b ? n_b : 1), sizeof(tj_tensor *));
+    tj_tensor **grads = tjc_calloc((size_t)(p->n_grads ? p->n_grads : 1), sizeof(tj_tensor *));
     if (!in || !grads) st = tjc_error(TJ_ERR_MEMORY, "tj_backward: out of memory");
     tj_scope_begin(); /* the gradients of ones made here, and the results until sorted */
     for (int o = 0; !st && o < n_out; o++) {
@@ -181,12 +188,16 @@ tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor *
         }
     }
     tj_scope_end();
+    if (grad_inputs && !st && !tjc_scope_reserve(p->n_user)) {
+        st = TJ_ERR_MEMORY;
+        release_all(grad_inputs, p->n_user);
+    }
     for (int k = 0; grad_inputs && !st && k < p->n_user; k++)
         if (grad_inputs[k]) tjc_scope_track(grad_inputs[k]);
     release_all(tape, n_tape);
-    free(tape);
-    free(in);
-    free(grads);
+    tjc_free(tape);
+    tjc_free(in);
+    tjc_free(grads);
     return st;
 }
 
@@ -202,6 +213,7 @@ tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
             return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' has no gradient%s", name,
                              p->backward ? " yet (call tj_backward)" : " (compiled without "
                              "grad_parameters)"), NULL;
+        if (!tjc_scope_reserve(1)) return NULL;
         tj_tensor *g = tj_retain(p->param_grad[i]);
         tjc_scope_track(g);
         return g;

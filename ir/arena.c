@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 /* ---- arena ------------------------------------------------------------------- */
@@ -25,7 +26,7 @@ void *tjir_alloc(tjir_arena *a, size_t n) {
     if (!c || c->cap - c->used < n) {
         /* big requests get a chunk of their own so the current one keeps its room */
         size_t cap = n > CHUNK_BYTES / 4 ? n : CHUNK_BYTES;
-        tjir_chunk *fresh = malloc(sizeof *fresh + cap);
+        tjir_chunk *fresh = tjc_malloc(sizeof *fresh + cap);
         if (!fresh) {
             tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
             return NULL;
@@ -61,7 +62,7 @@ void tjir_arena_free(tjir_arena *a) {
     tjir_chunk *c = a->head;
     while (c) {
         tjir_chunk *next = c->next;
-        free(c);
+        tjc_free(c);
         c = next;
     }
     a->head = NULL;
@@ -91,7 +92,7 @@ bool tjir_grow_heap(void **arr, int *cap, int need, size_t elem) {
     }
     int n = *cap ? *cap : 8;
     while (n < need) n *= 2;
-    void *fresh = realloc(*arr, (size_t)n * elem);
+    void *fresh = tjc_realloc(*arr, (size_t)n * elem);
     if (!fresh) {
         tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
         return false;
@@ -135,7 +136,7 @@ void tjir_map_init(tjir_map *m, bool str_keys) {
 }
 
 void tjir_map_clear(tjir_map *m) {
-    free(m->slots);
+    tjc_free(m->slots);
     bool s = m->str_keys;
     tjir_map_init(m, s);
 }
@@ -158,7 +159,7 @@ void *tjir_map_get(const tjir_map *m, const void *key) {
 static bool rehash(tjir_map *m, size_t cap) {
     struct tjir_slot *old = m->slots;
     size_t old_cap = m->cap;
-    m->slots = calloc(cap, sizeof *m->slots);
+    m->slots = tjc_calloc(cap, sizeof *m->slots);
     if (!m->slots) {
         m->slots = old;
         tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
@@ -168,7 +169,7 @@ static bool rehash(tjir_map *m, size_t cap) {
     m->used = m->tombs = 0;
     for (size_t i = 0; i < old_cap; i++)
         if (old[i].key && old[i].key != TOMB) tjir_map_put(m, old[i].key, old[i].val);
-    free(old);
+    tjc_free(old);
     return true;
 }
 
@@ -212,7 +213,7 @@ static bool buf_reserve(tjir_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return true;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->len + extra + 1) cap *= 2;
-    char *d = realloc(b->data, cap);
+    char *d = tjc_realloc(b->data, cap);
     if (!d) {
         b->failed = true;
         return false;
@@ -252,7 +253,7 @@ void tjir_buf_printf(tjir_buf *b, const char *fmt, ...) {
 char *tjir_buf_finish(tjir_buf *b) {
     if (!b->failed && !b->data) buf_reserve(b, 0);
     if (b->failed) {
-        free(b->data);
+        tjc_free(b->data);
         b->data = NULL;
         tjc_error(TJ_ERR_MEMORY, "graph: out of memory while printing");
         return NULL;

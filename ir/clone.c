@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 struct tj_value_map {
@@ -11,7 +12,7 @@ struct tj_value_map {
 };
 
 tj_value_map *tj_value_map_new(void) {
-    tj_value_map *m = malloc(sizeof *m);
+    tj_value_map *m = tjc_malloc(sizeof *m);
     if (!m) {
         tjc_error(TJ_ERR_MEMORY, "tj_value_map_new: out of memory");
         return NULL;
@@ -23,7 +24,7 @@ tj_value_map *tj_value_map_new(void) {
 void tj_value_map_free(tj_value_map *m) {
     if (!m) return;
     tjir_map_clear(&m->m);
-    free(m);
+    tjc_free(m);
 }
 
 tj_status tj_value_map_set(tj_value_map *m, const tj_value *from, tj_value *to) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 typedef struct dot {
@@ -91,7 +92,7 @@ static void put_edge(dot *d, const tj_value *v, const char *target) {
     }
     if (b2.failed) d->b.failed = true;
     else if (b2.data) put_escaped(&d->b, b2.data);
-    free(b2.data);
+    tjc_free(b2.data);
     tjir_buf_put(&d->b, "\"];\n");
 }
 
@@ -105,7 +106,7 @@ static void put_node_label(dot *d, const tj_node *n) {
     }
     if (b2.failed) d->b.failed = true;
     else put_escaped(&d->b, b2.data);
-    free(b2.data);
+    tjc_free(b2.data);
 }
 
 static void put_nodes(dot *d, const tj_graph *g, int depth) {
@@ -169,7 +170,7 @@ char *tj_graph_to_dot(const tj_graph *g, unsigned flags) {
     if (!b->failed) put_edges(&d, g);
     if (d.undefined_used) tjir_buf_put(b, "  undefined [shape=ellipse, color=red, label=\"?\"];\n");
     tjir_buf_put(b, "}\n");
-    free(d.graphs);
+    tjc_free(d.graphs);
     tjir_map_clear(&d.index);
     return tjir_buf_finish(b);
 }

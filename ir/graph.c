@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 /* ---- creation ---------------------------------------------------------------- */
@@ -33,7 +34,7 @@ tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
 }
 
 tj_graph *tj_graph_new(void) {
-    tj_graph *g = calloc(1, sizeof *g);
+    tj_graph *g = tjc_calloc(1, sizeof *g);
     if (!g) {
         tjc_error(TJ_ERR_MEMORY, "tj_graph_new: out of memory");
         return NULL;
@@ -71,7 +72,7 @@ void tj_graph_free(tj_graph *g) {
     tjir_map_clear(&g->names);
     tjir_map_clear(&g->suffixes);
     tjir_arena_free(&g->arena);
-    free(g);
+    tjc_free(g);
 }
 
 /* A NULL handle given to an accessor: keeps an error already pending (it
@@ -575,7 +576,7 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
     if (n > SIZE_MAX - 32)
         return tjc_error(TJ_ERR_ARG, "tj_value_set_name: a name of %zu bytes", n);
     /* room for a leading '_' and a ".<int>" suffix */
-    char *clean = malloc(n + 32);
+    char *clean = tjc_malloc(n + 32);
     if (!clean) return tjc_error(TJ_ERR_MEMORY, "tj_value_set_name: out of memory");
     size_t k = 0;
     if (name[0] >= '0' && name[0] <= '9') clean[k++] = '_';
@@ -587,7 +588,7 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
     }
     clean[k] = '\0';
     if (v->name && strcmp(v->name, clean) == 0) {
-        free(clean);
+        tjc_free(clean);
         return TJ_OK;
     }
     /* a taken name x or x.3 becomes x.1, x.2, ...: the first free one */
@@ -612,7 +613,7 @@ tj_status tj_value_set_name(tj_value *v, const char *name) {
         clean[base] = '\0';
         if (suffix_count(g, clean) == suffix - 1) set_suffix_count(g, clean, suffix);
     }
-    free(clean);
+    tjc_free(clean);
     return st;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 #include "tjit/runtime.h"
 
@@ -17,7 +18,7 @@ typedef struct tjir_meta {
 
 static tjir_meta *meta_of(tj_graph *g) {
     if (!g->meta) {
-        g->meta = calloc(1, sizeof(tjir_meta));
+        g->meta = tjc_calloc(1, sizeof(tjir_meta));
         if (!g->meta) tjc_error(TJ_ERR_MEMORY, "out of memory");
     }
     return g->meta;
@@ -27,10 +28,10 @@ void tjir_meta_free(tj_graph *g) {
     tjir_meta *m = g->meta;
     if (!m) return;
     for (int i = 0; i < m->cap_bound; i++) tj_release(m->bound[i]);
-    free(m->bound);
-    for (int i = 0; i < m->n_warnings; i++) free(m->warnings[i]);
-    free(m->warnings);
-    free(m);
+    tjc_free(m->bound);
+    for (int i = 0; i < m->n_warnings; i++) tjc_free(m->warnings[i]);
+    tjc_free(m->warnings);
+    tjc_free(m);
     g->meta = NULL;
 }
 
@@ -42,7 +43,7 @@ tj_status tj_graph_bind_input(tj_graph *g, int input, tj_tensor *t) {
     if (!m) return TJ_ERR_MEMORY;
     if (input >= m->cap_bound) {
         int cap = input + 16;
-        tj_tensor **bound = realloc(m->bound, sizeof *bound * (size_t)cap);
+        tj_tensor **bound = tjc_realloc(m->bound, sizeof *bound * (size_t)cap);
         if (!bound) return tjc_error(TJ_ERR_MEMORY, "out of memory");
         memset(bound + m->cap_bound, 0, sizeof *bound * (size_t)(cap - m->cap_bound));
         m->bound = bound;
@@ -71,7 +72,7 @@ tj_status tj_graph_add_warning(tj_graph *g, const char *message) {
         if (strcmp(m->warnings[i], message) == 0) return TJ_OK; /* once is enough */
     if (!tjir_grow_heap((void **)&m->warnings, &m->cap_warnings, m->n_warnings + 1, sizeof(char *)))
         return tjc_error(TJ_ERR_MEMORY, "out of memory");
-    char *copy = strdup(message);
+    char *copy = tjc_strdup(message);
     if (!copy) return tjc_error(TJ_ERR_MEMORY, "out of memory");
     m->warnings[m->n_warnings++] = copy;
     return TJ_OK;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "parse.h"
 
 #define MAX_DEPTH 64         /* subgraph nesting */
@@ -366,8 +367,8 @@ tj_graph *tj_graph_parse_n(const char *text, size_t len, tj_status *status) {
         main = NULL;
     }
     if (status) *status = p.failed ? p.status : TJ_OK;
-    free(p.refs);
-    free(p.secs);
+    tjc_free(p.refs);
+    tjc_free(p.secs);
     tjir_map_clear(&p.vals);
     tjir_arena_free(&p.scratch);
     return main;

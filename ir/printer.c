@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 typedef struct printer {
@@ -227,7 +228,7 @@ char *tj_graph_to_string(const tj_graph *g, unsigned flags) {
         tjir_buf_printf(&p.b, "with %s_%d = ", tj_node_name(sub->owner), k);
         put_graph(&p, sub);
     }
-    free(p.subs);
+    tjc_free(p.subs);
     tjir_map_clear(&p.sub_index);
     tjir_map_clear(&p.numbers);
     return tjir_buf_finish(&p.b);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 static int find(tjp_alias *a, int x) {
@@ -32,9 +33,9 @@ static int number(tjp_alias *a, const tj_value *v) {
 static int add_value(tjp_alias *a, const tj_value *v, unsigned flags) {
     if (a->n == a->cap) {
         int cap = a->cap ? 2 * a->cap : 64;
-        int *parent = realloc(a->parent, sizeof *parent * (size_t)cap);
+        int *parent = tjc_realloc(a->parent, sizeof *parent * (size_t)cap);
         if (parent) a->parent = parent;
-        unsigned *fl = realloc(a->flags, sizeof *fl * (size_t)cap);
+        unsigned *fl = tjc_realloc(a->flags, sizeof *fl * (size_t)cap);
         if (fl) a->flags = fl;
         if (!parent || !fl) return -1;
         a->cap = cap;
@@ -114,8 +115,8 @@ oom:
 
 void tjp_alias_free(tjp_alias *a) {
     tjc_ptrmap_free(&a->index);
-    free(a->parent);
-    free(a->flags);
+    tjc_free(a->parent);
+    tjc_free(a->flags);
     *a = (tjp_alias){0};
 }
 

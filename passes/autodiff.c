@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "grad.h"
 #include "tjit/passes.h"
@@ -45,7 +46,7 @@ static tj_value *saved(diff *d, tj_value *v) {
     if (tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE) return NULL;
     if (d->n_saved == d->cap_saved) {
         int cap = d->cap_saved ? 2 * d->cap_saved : 16;
-        tj_value **grown = realloc(d->saved_list, sizeof *grown * (size_t)cap);
+        tj_value **grown = tjc_realloc(d->saved_list, sizeof *grown * (size_t)cap);
         if (!grown) return NULL;
         d->saved_list = grown;
         d->cap_saved = cap;
@@ -95,7 +96,8 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
             if (!float_tensor(v))
                 return tjc_error(TJ_ERR_DTYPE, "autodiff: input %d is not a floating-point tensor, "
                                  "so it has no gradient", i);
-            tjc_ptrmap_put(&d->needs, v, (void *)1);
+            if (!tjc_ptrmap_put(&d->needs, v, (void *)1))
+                return tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
         }
     for (tj_node *n = tj_block_first(tj_graph_block(g)); n; n = tj_node_next(n)) {
         bool any = false;
@@ -115,7 +117,9 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
                              "value that needs a gradient; use its out-of-place form",
                              op->name, tj_node_id(n));
         for (int o = 0; o < tj_node_num_outputs(n); o++)
-            if (float_tensor(tj_node_output(n, o))) tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1);
+            if (float_tensor(tj_node_output(n, o)) &&
+                !tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1))
+                return tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
     }
     return TJ_OK;
 }
@@ -164,8 +168,9 @@ static tj_status dropout_with_mask(tj_graph *g) {
         if (!m) return st ? st : tj_last_status();
         if ((st = tj_node_insert_before(m, n))) return st;
         for (int k = 0; k < 2; k++) tj_value_set_type(tj_node_output(m, k), &types[k]);
-        tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0));
-        if ((st = tj_node_destroy(n))) return st;
+        if ((st = tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0))) ||
+            (st = tj_node_destroy(n)))
+            return st;
         n = m;
     }
     return TJ_OK;
@@ -175,7 +180,7 @@ void tj_gradient_free(tj_gradient *gr) {
     if (!gr) return;
     tj_graph_free(gr->forward);
     tj_graph_free(gr->backward);
-    free(gr->grad_of);
+    tjc_free(gr->grad_of);
     memset(gr, 0, sizeof *gr);
 }
 
@@ -183,7 +188,7 @@ static void diff_free(diff *d) {
     tjc_ptrmap_free(&d->needs);
     tjc_ptrmap_free(&d->grad);
     tjc_ptrmap_free(&d->saved);
-    free(d->saved_list);
+    tjc_free(d->saved_list);
 }
 
 tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
@@ -217,7 +222,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     /* the gradients asked for; zeros where no path reaches an input */
     int n_grads = 0;
     int n_in = d.fwd ? tj_graph_num_inputs(d.fwd) : 0;
-    out->grad_of = calloc((size_t)(n_in ? n_in : 1), sizeof(int));
+    out->grad_of = tjc_calloc((size_t)(n_in ? n_in : 1), sizeof(int));
     if (!st && !out->grad_of) st = tjc_error(TJ_ERR_MEMORY, "tj_autodiff: out of memory");
     for (int i = 0; !st && i < n_in; i++) {
         if (!wrt[i]) continue;
@@ -238,7 +243,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     } else {
         tj_graph_free(d.fwd);
         tj_graph_free(d.bwd);
-        free(out->grad_of);
+        tjc_free(out->grad_of);
         out->grad_of = NULL;
     }
     diff_free(&d);
@@ -250,10 +255,10 @@ tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt) {
     if (tj_autodiff(g, wrt, &gr) != TJ_OK) return NULL;
     tj_graph *out = tj_graph_new();
     int n_in = tj_graph_num_inputs(g), n_out = gr.n_outputs;
-    tj_value **fin = calloc((size_t)(n_in + 1), sizeof *fin);
-    tj_value **fout = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *fout);
-    tj_value **bin = calloc((size_t)(n_out + gr.n_saved + 1), sizeof *bin);
-    tj_value **bout = calloc((size_t)(gr.n_grads + 1), sizeof *bout);
+    tj_value **fin = tjc_calloc((size_t)(n_in + 1), sizeof *fin);
+    tj_value **fout = tjc_calloc((size_t)(n_out + gr.n_saved + 1), sizeof *fout);
+    tj_value **bin = tjc_calloc((size_t)(n_out + gr.n_saved + 1), sizeof *bin);
+    tj_value **bout = tjc_calloc((size_t)(gr.n_grads + 1), sizeof *bout);
     tj_status st = out && fin && fout && bin && bout ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; !st && i < n_in; i++) {
         tj_value *gi = tj_graph_input(g, i);
@@ -267,10 +272,10 @@ tj_graph *tj_grad_graph(const tj_graph *g, const bool *wrt) {
     for (int s = 0; !st && s < gr.n_saved; s++) bin[n_out + s] = fout[n_out + s];
     if (!st) st = tj_graph_insert_before(end, gr.backward, bin, bout);
     for (int k = 0; !st && k < gr.n_grads; k++) st = tj_graph_add_output(out, bout[k]);
-    free(fin);
-    free(fout);
-    free(bin);
-    free(bout);
+    tjc_free(fin);
+    tjc_free(fout);
+    tjc_free(bin);
+    tjc_free(bout);
     tj_gradient_free(&gr);
     if (st) {
         tj_graph_free(out);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 typedef struct ints {
@@ -28,7 +29,7 @@ typedef struct ints {
 static bool ints_push(ints *a, int x) {
     if (a->n == a->cap) {
         int cap = a->cap ? 2 * a->cap : 4;
-        int *v = realloc(a->v, sizeof *v * (size_t)cap);
+        int *v = tjc_realloc(a->v, sizeof *v * (size_t)cap);
         if (!v) return false;
         a->v = v;
         a->cap = cap;
@@ -111,12 +112,12 @@ static void must_follow(canon *c, int later, int earlier) {
  * before them, and each write after the reads since the previous one. */
 static void effect_order(canon *c) {
     int nclass = c->al.n;
-    int *last_write = malloc(sizeof *last_write * (size_t)(nclass ? nclass : 1));
-    ints *readers = calloc((size_t)(nclass ? nclass : 1), sizeof *readers);
+    int *last_write = tjc_malloc(sizeof *last_write * (size_t)(nclass ? nclass : 1));
+    ints *readers = tjc_calloc((size_t)(nclass ? nclass : 1), sizeof *readers);
     if (!last_write || !readers) {
         c->oom = true;
-        free(last_write);
-        free(readers);
+        tjc_free(last_write);
+        tjc_free(readers);
         return;
     }
     for (int k = 0; k < nclass; k++) last_write[k] = -1;
@@ -141,9 +142,9 @@ static void effect_order(canon *c) {
             }
         }
     }
-    for (int k = 0; k < nclass; k++) free(readers[k].v);
-    free(readers);
-    free(last_write);
+    for (int k = 0; k < nclass; k++) tjc_free(readers[k].v);
+    tjc_free(readers);
+    tjc_free(last_write);
 }
 
 /* ---- 3: the walk -------------------------------------------------------------------------------- */
@@ -182,9 +183,9 @@ static void visit(canon *c, int root, char *state, int *order, int *n_order, fra
 }
 
 static tj_status reorder(canon *c) {
-    char *state = calloc((size_t)c->n + 1, 1);
-    int *order = malloc(sizeof *order * ((size_t)c->n + 1));
-    frame *stack = malloc(sizeof *stack * ((size_t)c->n + 1));
+    char *state = tjc_calloc((size_t)c->n + 1, 1);
+    int *order = tjc_malloc(sizeof *order * ((size_t)c->n + 1));
+    frame *stack = tjc_malloc(sizeof *stack * ((size_t)c->n + 1));
     tj_status st = TJ_OK;
     if (!state || !order || !stack) {
         st = tjc_error(TJ_ERR_MEMORY, "canonicalize: out of memory");
@@ -200,9 +201,9 @@ static tj_status reorder(canon *c) {
     tj_node *ret = tj_block_return(b);
     for (int k = 0; k < n_order && !st; k++) st = tj_node_move_before(c->node[order[k]], ret);
 done:
-    free(state);
-    free(order);
-    free(stack);
+    tjc_free(state);
+    tjc_free(order);
+    tjc_free(stack);
     return st;
 }
 
@@ -213,9 +214,9 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     canon c = {.g = g, .n = tj_block_num_nodes(tj_graph_block(g))};
     tjc_ptrmap_init(&c.pos);
     tjc_ptrmap_init(&c.hash);
-    c.node = malloc(sizeof *c.node * ((size_t)c.n + 1));
-    c.after = calloc((size_t)c.n + 1, sizeof *c.after);
-    c.effect = malloc(sizeof *c.effect * ((size_t)c.n + 1));
+    c.node = tjc_malloc(sizeof *c.node * ((size_t)c.n + 1));
+    c.after = tjc_calloc((size_t)c.n + 1, sizeof *c.after);
+    c.effect = tjc_malloc(sizeof *c.effect * ((size_t)c.n + 1));
     if (!c.node || !c.after || !c.effect) c.oom = true;
     int p = 0;
     for (tj_node *n = tj_block_first(tj_graph_block(g)); n && !c.oom; n = tj_node_next(n), p++) {
@@ -230,10 +231,10 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
         tjp_alias_free(&c.al);
     }
     if (c.oom && !st) st = tjc_error(TJ_ERR_MEMORY, "canonicalize: out of memory");
-    for (int k = 0; c.after && k < c.n; k++) free(c.after[k].v);
-    free(c.after);
-    free(c.effect);
-    free(c.node);
+    for (int k = 0; c.after && k < c.n; k++) tjc_free(c.after[k].v);
+    tjc_free(c.after);
+    tjc_free(c.effect);
+    tjc_free(c.node);
     tjc_ptrmap_free(&c.pos);
     tjc_ptrmap_free(&c.hash);
     return st;

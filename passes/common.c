@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 /* ---- effects ------------------------------------------------------------------------ */
@@ -213,7 +214,7 @@ bool tjp_tensor_equal(const tj_tensor *a, const tj_tensor *b) {
     if (!on_cpu(a) || !on_cpu(b) || n > TJP_VALUE_COMPARE_MAX) return false;
     if (n == 0) return true;
     size_t esz = tj_dtype_size(tj_tensor_dtype(a));
-    char *ba = malloc((size_t)n * esz), *bb = malloc((size_t)n * esz);
+    char *ba = tjc_malloc((size_t)n * esz), *bb = tjc_malloc((size_t)n * esz);
     bool eq = false;
     if (ba && bb) {
         gather_ctx ca = {ba, esz, 0}, cb = {bb, esz, 0};
@@ -221,8 +222,8 @@ bool tjp_tensor_equal(const tj_tensor *a, const tj_tensor *b) {
         for_elements(b, n, gather_elem, &cb);
         eq = memcmp(ba, bb, (size_t)n * esz) == 0;
     }
-    free(ba);
-    free(bb);
+    tjc_free(ba);
+    tjc_free(bb);
     return eq;
 }
 
@@ -299,7 +300,7 @@ uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n) {
         case TJ_ATTR_GRAPH: {
             char *text = subgraph_text(n);
             h = tjp_hash_str(h, text);
-            free(text);
+            tjc_free(text);
             break;
         }
         default: break; /* None; a generator compares by identity, hashes alike */
@@ -334,8 +335,8 @@ static bool attr_equal(const tj_node *x, const tj_node *y, int i) {
     case TJ_ATTR_GRAPH: {
         char *ta = subgraph_text(x), *tb = subgraph_text(y);
         bool eq = ta && tb && strcmp(ta, tb) == 0;
-        free(ta);
-        free(tb);
+        tjc_free(ta);
+        tjc_free(tb);
         return eq;
     }
     default: return true; /* unset on both */
@@ -360,7 +361,7 @@ static bool unused(const tj_node *n) {
 int tjp_remove_if_dead(tj_node *n) {
     /* a worklist instead of recursion: chains of dead nodes can be long */
     int cap = 16, top = 0, removed = 0;
-    tj_node **stack = malloc(sizeof *stack * (size_t)cap);
+    tj_node **stack = tjc_malloc(sizeof *stack * (size_t)cap);
     if (!stack) return 0;
     stack[top++] = n;
     while (top) {
@@ -372,7 +373,7 @@ int tjp_remove_if_dead(tj_node *n) {
         int ni = tj_node_num_inputs(m);
         if (top + ni > cap) {
             int grown = 2 * (top + ni);
-            tj_node **s = realloc(stack, sizeof *s * (size_t)grown);
+            tj_node **s = tjc_realloc(stack, sizeof *s * (size_t)grown);
             if (!s) break;
             stack = s;
             cap = grown;
@@ -391,7 +392,7 @@ int tjp_remove_if_dead(tj_node *n) {
         }
         removed++;
     }
-    free(stack);
+    tjc_free(stack);
     return removed;
 }
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 #define TJP_FOLD_MAX_NUMEL ((int64_t)1 << 20)
@@ -65,11 +66,11 @@ static void release_all(tj_tensor **t, int n) {
  * returns false (nothing held) when the op fails or a result is too big. */
 static bool evaluate(const tj_node *n, tj_tensor **out, int n_out) {
     int ni = tj_node_num_inputs(n);
-    tj_tensor **in = calloc((size_t)(ni ? ni : 1), sizeof *in);
+    tj_tensor **in = tjc_calloc((size_t)(ni ? ni : 1), sizeof *in);
     if (!in) return false;
     for (int i = 0; i < ni; i++) in[i] = tj_node_tensor(tj_value_node(tj_node_input(n, i)));
     int k = tjc_invoke_nested(tj_node_op(n), in, ni, tj_node_attrs(n), out, n_out);
-    free(in);
+    tjc_free(in);
     if (k != n_out) {
         if (k > 0) release_all(out, k);
         tj_clear_error(); /* the node stays and reports this at run time */
@@ -107,11 +108,11 @@ static tj_status replace(tj_graph *g, tj_node *n, tj_tensor **res, int n_out) {
         if ((st = tj_value_set_type(now, &ty))) return st;
         if ((st = tj_value_replace_uses(old, now))) return st;
         if (tj_value_name(old)) {
-            char *name = strdup(tj_value_name(old));
+            char *name = tjc_strdup(tj_value_name(old));
             if (!name) return tjc_error(TJ_ERR_MEMORY, "constant_fold: out of memory");
             tj_value_set_name(old, NULL);
             st = tj_value_set_name(now, name);
-            free(name);
+            tjc_free(name);
         }
     }
     if (st) return st;
@@ -131,7 +132,7 @@ tj_status tj_pass_constant_fold(tj_graph *g) {
         if (!foldable(&al, n)) continue;
         int n_out = tj_node_num_outputs(n);
         tj_tensor *small[SMALL] = {0};
-        tj_tensor **res = n_out <= SMALL ? small : calloc((size_t)n_out, sizeof *res);
+        tj_tensor **res = n_out <= SMALL ? small : tjc_calloc((size_t)n_out, sizeof *res);
         if (!res) {
             st = tjc_error(TJ_ERR_MEMORY, "constant_fold: out of memory");
             break;
@@ -140,7 +141,7 @@ tj_status tj_pass_constant_fold(tj_graph *g) {
             st = replace(g, n, res, n_out);
             release_all(res, n_out); /* the constant nodes hold their own references */
         }
-        if (res != small) free(res);
+        if (res != small) tjc_free(res);
     }
     tjp_alias_free(&al);
     return st;

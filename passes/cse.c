@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 typedef struct table {
@@ -63,7 +64,7 @@ static bool nodes_equal(const tj_node *a, const tj_node *b) {
 
 static bool table_grow(table *t) {
     size_t cap = t->cap ? 2 * t->cap : 256;
-    struct slot *slots = calloc(cap, sizeof *slots);
+    struct slot *slots = tjc_calloc(cap, sizeof *slots);
     if (!slots) return false;
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->slots[i].n) continue;
@@ -71,7 +72,7 @@ static bool table_grow(table *t) {
         while (slots[k].n) k = (k + 1) & (cap - 1);
         slots[k] = t->slots[i];
     }
-    free(t->slots);
+    tjc_free(t->slots);
     t->slots = slots;
     t->cap = cap;
     return true;
@@ -113,12 +114,12 @@ static tj_status merge(tj_node *n, tj_node *m) {
         tj_value *from = tj_node_output(n, i), *to = tj_node_output(m, i);
         tj_status st = tj_value_replace_uses(from, to);
         if (st) return st;
-        if (i < 8 && tj_value_name(from) && !tj_value_name(to)) names[i] = strdup(tj_value_name(from));
+        if (i < 8 && tj_value_name(from) && !tj_value_name(to)) names[i] = tjc_strdup(tj_value_name(from));
     }
     tj_status st = tj_node_destroy(n);
     for (int i = 0; i < no && i < 8; i++) {
         if (!st && names[i]) st = tj_value_set_name(tj_node_output(m, i), names[i]);
-        free(names[i]);
+        tjc_free(names[i]);
     }
     return st;
 }
@@ -142,7 +143,7 @@ tj_status tj_pass_cse(tj_graph *g) {
         if (oom) st = tjc_error(TJ_ERR_MEMORY, "cse: out of memory");
         else if (m) st = merge(n, m);
     }
-    free(t.slots);
+    tjc_free(t.slots);
     tjp_alias_free(&al);
     return st;
 }

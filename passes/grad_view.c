@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "grad.h"
 
 #define G (c->grad_out[0])
@@ -136,7 +137,7 @@ static tjg_val join(tjg_ctx *c, tjg_val *v, int n, int dim, bool stack) {
     tj_attr d = int1(dim);
     if (n <= MAX_INPUTS) return tjg_op(c, stack ? TJ_OP_stack : TJ_OP_cat, v, n, &d);
     int groups = (n + MAX_INPUTS - 1) / MAX_INPUTS;
-    tjg_val *parts = calloc((size_t)groups, sizeof *parts);
+    tjg_val *parts = tjc_calloc((size_t)groups, sizeof *parts);
     if (!parts) {
         c->status = tjc_error(TJ_ERR_MEMORY, "the derivative of %s: out of memory", c->op->name);
         return NULL;
@@ -146,7 +147,7 @@ static tjg_val join(tjg_ctx *c, tjg_val *v, int n, int dim, bool stack) {
         parts[k] = join(c, v + at, m, dim, stack);
     }
     tjg_val out = join(c, parts, groups, dim, false);
-    free(parts);
+    tjc_free(parts);
     return out;
 }
 
@@ -171,7 +172,7 @@ static tj_status join_pieces(tjg_ctx *c, int d, const int64_t *start, const int6
                                            start[last] + len[last], 1);
         return TJ_OK;
     }
-    tjg_val *v = calloc((size_t)n, sizeof *v);
+    tjg_val *v = tjc_calloc((size_t)n, sizeof *v);
     if (!v) return c->status = tjc_error(TJ_ERR_MEMORY, "the derivative of %s: out of memory",
                                          c->op->name);
     for (int k = 0; k < n; k++) {
@@ -185,7 +186,7 @@ static tj_status join_pieces(tjg_ctx *c, int d, const int64_t *start, const int6
         v[k] = tjg_op(c, TJ_OP_new_zeros, &c->grad_out[last], 1, &a);
     }
     c->grad_in[0] = join(c, v, n, d, stack);
-    free(v);
+    tjc_free(v);
     return TJ_OK;
 }
 
@@ -198,10 +199,10 @@ static tj_status d_split(tjg_ctx *c) {
     int d = wrap(c, c->attrs[1].i, t.ndim);
     if (d < 0) return c->status;
     int n = c->n_out;
-    int64_t *start = calloc((size_t)n, sizeof *start), *len = calloc((size_t)n, sizeof *len);
+    int64_t *start = tjc_calloc((size_t)n, sizeof *start), *len = tjc_calloc((size_t)n, sizeof *len);
     if (!start || !len) {
-        free(start);
-        free(len);
+        tjc_free(start);
+        tjc_free(len);
         return c->status = tjc_error(TJ_ERR_MEMORY, "the derivative of %s: out of memory",
                                      c->op->name);
     }
@@ -220,8 +221,8 @@ static tj_status d_split(tjg_ctx *c) {
         at += len[k];
     }
     tj_status st = join_pieces(c, d, start, len, false);
-    free(start);
-    free(len);
+    tjc_free(start);
+    tjc_free(len);
     return st;
 }
 
@@ -240,10 +241,10 @@ static tj_status d_unbind(tjg_ctx *c) {
 static tj_status d_cat(tjg_ctx *c) {
     if (!G) return TJ_OK;
     int n = c->n_in, ref = -1;
-    tj_type *types = calloc((size_t)n, sizeof *types);
-    int *which = calloc((size_t)n, sizeof *which);
-    int64_t *sizes = calloc((size_t)n, sizeof *sizes);
-    tjg_val *parts = calloc((size_t)n, sizeof *parts);
+    tj_type *types = tjc_calloc((size_t)n, sizeof *types);
+    int *which = tjc_calloc((size_t)n, sizeof *which);
+    int64_t *sizes = tjc_calloc((size_t)n, sizeof *sizes);
+    tjg_val *parts = tjc_calloc((size_t)n, sizeof *parts);
     if (!types || !which || !sizes || !parts) {
         c->status = tjc_error(TJ_ERR_MEMORY, "the derivative of %s: out of memory", c->op->name);
         goto done;
@@ -275,10 +276,10 @@ static tj_status d_cat(tjg_ctx *c) {
     for (int i = 0; i < n && !c->status; i++)
         if (c->needs[i] && which[i] >= 0) c->grad_in[i] = tjg_sum_to(c, parts[which[i]], tjg_input(c, i));
 done:
-    free(types);
-    free(which);
-    free(sizes);
-    free(parts);
+    tjc_free(types);
+    tjc_free(which);
+    tjc_free(sizes);
+    tjc_free(parts);
     return c->status;
 }
 
@@ -288,7 +289,7 @@ static tj_status d_stack(tjg_ctx *c) {
     int n = c->n_in;
     int d = wrap(c, c->attrs[0].i, tjg_type(c, G).ndim);
     if (d < 0) return c->status;
-    tjg_val *parts = calloc((size_t)n, sizeof *parts);
+    tjg_val *parts = tjc_calloc((size_t)n, sizeof *parts);
     if (!parts) return c->status = tjc_error(TJ_ERR_MEMORY, "the derivative of %s: out of memory",
                                              c->op->name);
     tj_attr dim = int1(d);
@@ -302,7 +303,7 @@ static tj_status d_stack(tjg_ctx *c) {
     }
     for (int i = 0; i < n && !c->status; i++)
         if (c->needs[i]) c->grad_in[i] = tjg_sum_to(c, parts[i], tjg_input(c, i));
-    free(parts);
+    tjc_free(parts);
     return c->status;
 }
 

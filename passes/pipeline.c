@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "passes/passes_internal.h"
 
 static const struct {
@@ -81,7 +82,7 @@ static tj_status unknown(const char *name) {
 static void dump(const tj_graph *g, const char *pass) {
     char *text = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
     fprintf(stderr, "# after %s\n%s", pass, text ? text : "(cannot print the graph)\n");
-    free(text);
+    tjc_free(text);
 }
 
 tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
@@ -92,7 +93,9 @@ tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
     for (const char *s = pipeline; next_name(&s, name);)
         if (!tj_find_pass(name)) return unknown(name);
     /* passes trust the invariants of docs/ir.md; a graph read from text may break them */
-    if (tj_graph_verify(g) != TJ_OK) {
+    tj_status vst = tj_graph_verify(g);
+    if (vst == TJ_ERR_MEMORY) return vst;
+    if (vst != TJ_OK) {
         char cause[768];
         snprintf(cause, sizeof cause, "%s", tj_last_error());
         return tjc_error(TJ_ERR_ARG, "tj_run_passes: the graph is malformed: %s", cause);
@@ -106,7 +109,8 @@ tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
             return tjc_error(st, "pass '%s' failed: %s", name, cause);
         }
 #ifdef TJIT_VERIFY_PASSES
-        if (tj_graph_verify(g) != TJ_OK) {
+        if ((st = tj_graph_verify(g)) == TJ_ERR_MEMORY) return st;
+        if (st != TJ_OK) {
             char cause[768];
             snprintf(cause, sizeof cause, "%s", tj_last_error());
             return tjc_error(TJ_ERR_INTERNAL, "pass '%s' left a malformed graph: %s", name, cause);

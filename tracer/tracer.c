@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/core.h"
 #include "core/ptrmap.h"
 #include "tjit/runtime.h"
@@ -69,7 +70,7 @@ static void fail(tracer *tr, tj_status st, const char *fmt, ...) {
 static bool hold(tracer *tr, tj_tensor *t) {
     if (tr->n_held == tr->cap_held) {
         int cap = tr->cap_held ? 2 * tr->cap_held : 64;
-        tj_tensor **held = realloc(tr->held, sizeof *held * (size_t)cap);
+        tj_tensor **held = tjc_realloc(tr->held, sizeof *held * (size_t)cap);
         if (!held) return false;
         tr->held = held;
         tr->cap_held = cap;
@@ -173,9 +174,9 @@ static void *on_before(void *ctx, const tj_op_info *op, tj_tensor *const *in, in
     pd->op = NULL;
     if (tr->failed) return pd;
     if (n_in > pd->cap) {
-        tj_value **values = realloc(pd->values, sizeof *values * (size_t)n_in);
+        tj_value **values = tjc_realloc(pd->values, sizeof *values * (size_t)n_in);
         if (values) pd->values = values;
-        tj_tensor **tensors = realloc(pd->tensors, sizeof *tensors * (size_t)n_in);
+        tj_tensor **tensors = tjc_realloc(pd->tensors, sizeof *tensors * (size_t)n_in);
         if (tensors) pd->tensors = tensors;
         if (!values || !tensors) {
             fail(tr, TJ_ERR_MEMORY, "out of memory");
@@ -253,9 +254,9 @@ static void on_host_read(void *ctx, const tj_tensor *t, const char *what) {
 
 static void tracer_free(tracer *tr) {
     for (int i = 0; i < tr->n_held; i++) tj_release(tr->held[i]);
-    free(tr->held);
-    free(tr->pend.values);
-    free(tr->pend.tensors);
+    tjc_free(tr->held);
+    tjc_free(tr->pend.values);
+    tjc_free(tr->pend.tensors);
     tjc_ptrmap_free(&tr->value_of);
     tjc_ptrmap_free(&tr->stamp);
     tjc_ptrmap_free(&tr->version);
@@ -295,7 +296,7 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
     tjc_ptrmap_init(&tr.created);
     tjc_ptrmap_init(&tr.constant_of);
     tr.g = tj_graph_new();
-    tj_tensor **out = calloc((size_t)(n_out ? n_out : 1), sizeof *out);
+    tj_tensor **out = tjc_calloc((size_t)(n_out ? n_out : 1), sizeof *out);
     if (!tr.g || !out) fail(&tr, TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; i < n_in && !tr.failed; i++) {
         if (!inputs[i]) {
@@ -333,7 +334,7 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
         if (!tr.failed) add_outputs(&tr, out, n_out);
         tj_scope_end();
     }
-    free(out);
+    tjc_free(out);
     tracer_free(&tr);
     if (tr.failed) {
         tj_graph_free(tr.g);
@@ -385,7 +386,7 @@ tj_graph *tj_trace(tj_model_fn fn, void *ctx, tj_tensor *const *inputs, int n_in
         tj_graph_free(g);
         g = NULL;
     }
-    free(a);
-    free(b);
+    tjc_free(a);
+    tjc_free(b);
     return g;
 }

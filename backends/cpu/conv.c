@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/linalg.h"
 #include "linalg.h"
 
@@ -236,7 +237,7 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
     int threads = unit_threads(units, g.n * g.c_out * P * ckk);
     int64_t band = band_rows(&g, ckk, es);
     size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
-    char *cols = direct ? NULL : malloc(col_bytes * (size_t)threads);
+    char *cols = direct ? NULL : tjc_malloc(col_bytes * (size_t)threads);
     if (!direct && !cols) {
         tj_release(wown);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for a %lldx%lld im2col buffer",
@@ -270,7 +271,7 @@ tj_status tjcpu_conv_forward(const tjc_call *c) {
             if (!first) first = s;
         }
     }
-    free(cols);
+    tjc_free(cols);
     tj_release(wown);
     return report(c->op->name, first, threads);
 }
@@ -299,7 +300,7 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
     int threads = unit_threads(units, g.n * g.c_out * P * ckk);
     int64_t band = band_rows(&g, ckk, es);
     size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
-    char *cols = direct ? NULL : malloc(col_bytes * (size_t)threads);
+    char *cols = direct ? NULL : tjc_malloc(col_bytes * (size_t)threads);
     if (!direct && !cols) {
         tj_release(gown);
         tj_release(wown);
@@ -337,7 +338,7 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
             if (!first) first = s;
         }
     }
-    free(cols);
+    tjc_free(cols);
     tj_release(gown);
     tj_release(wown);
     return report(c->op->name, first, threads);
@@ -373,7 +374,7 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
     int64_t band = band_rows(&g, ckk, es);
     size_t col_bytes = direct ? 0 : (size_t)(ckk * band * g.wo) * es;
     size_t part_bytes = threads > 1 ? (size_t)wlen * es : 0;
-    char *scratch = calloc((size_t)threads, col_bytes + part_bytes + 1);
+    char *scratch = tjc_calloc((size_t)threads, col_bytes + part_bytes + 1);
     if (!scratch) {
         tj_release(gown);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for %d column buffers of %lldx%lld",
@@ -418,7 +419,7 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
         if (dt == TJ_F32) accumulate_f32((float *)dwd, (const float *)parts, threads, wlen);
         else accumulate_f64((double *)dwd, (const double *)parts, threads, wlen);
     }
-    free(scratch);
+    tjc_free(scratch);
     tj_release(gown);
     return report(c->op->name, first, threads);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "cpu.h"
 #include "fuser/fuser.h"
@@ -57,18 +58,18 @@ struct tjf_kernel {
 
 static void kernel_release(tjf_kernel *k) {
     if (!k) return;
-    free(k->input_operand);
-    free(k->views);
-    free(k->slots);
-    free(k->consts);
-    free(k->steps);
-    free(k);
+    tjc_free(k->input_operand);
+    tjc_free(k->views);
+    tjc_free(k->slots);
+    tjc_free(k->consts);
+    tjc_free(k->steps);
+    tjc_free(k);
 }
 
 static bool add_step(tjf_kernel *k, step s) {
     if (k->n_steps == k->cap_steps) {
         int cap = k->cap_steps ? 2 * k->cap_steps : 16;
-        step *grown = realloc(k->steps, sizeof *grown * (size_t)cap);
+        step *grown = tjc_realloc(k->steps, sizeof *grown * (size_t)cap);
         if (!grown) return false;
         k->steps = grown;
         k->cap_steps = cap;
@@ -95,17 +96,17 @@ static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const cha
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tj_graph *sub = (tj_graph *)subgraph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(sub);
-    tjf_kernel *k = calloc(1, sizeof *k);
+    tjf_kernel *k = tjc_calloc(1, sizeof *k);
     if (!k) return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
     k->n_inputs = tj_block_num_inputs(b);
     k->n_outputs = tj_block_num_outputs(b);
     if (k->n_inputs != spec->n_inputs) return fail(k, TJ_ERR_INTERNAL, "spec arity", NULL);
     /* slots: inputs, node outputs, conversions and consts (at most 4 per node) */
     int n_nodes = tj_block_num_nodes(b), max_slots = k->n_inputs + 8 * (n_nodes + 1) + k->n_outputs;
-    k->slots = calloc((size_t)max_slots, sizeof(slot));
-    k->consts = calloc((size_t)(n_nodes + 1), sizeof(double));
-    k->input_operand = calloc((size_t)(k->n_inputs + 1), sizeof(int));
-    k->views = calloc((size_t)(max_slots), sizeof(chunk_view));
+    k->slots = tjc_calloc((size_t)max_slots, sizeof(slot));
+    k->consts = tjc_calloc((size_t)(n_nodes + 1), sizeof(double));
+    k->input_operand = tjc_calloc((size_t)(k->n_inputs + 1), sizeof(int));
+    k->views = tjc_calloc((size_t)(max_slots), sizeof(chunk_view));
     if (!k->slots || !k->consts || !k->input_operand || !k->views)
         return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
 
@@ -115,20 +116,20 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tjc_ptrmap_init(&slot_of);
 #define SLOT_OF(v) ((int)(intptr_t)tjc_ptrmap_get(&slot_of, (v)) - 1)
 #define SET_SLOT(v, s) tjc_ptrmap_put(&slot_of, (v), (void *)(intptr_t)((s) + 1))
-    for (int i = 0; i < k->n_inputs; i++) {
+    tj_status st = TJ_OK;
+    for (int i = 0; i < k->n_inputs && !st; i++) {
         tj_value *v = tj_block_input(b, i);
         bool direct = false;
         for (int u = 0; u < tj_value_num_uses(v); u++)
             direct |= tj_node_kind_of(tj_value_use(v, u).user) != TJ_NODE_CONSTANT_CHUNK;
         k->input_operand[i] = direct ? k->n_operands++ : -1;
         k->slots[k->n_slots] = (slot){SLOT_OPERAND, k->input_operand[i], spec->inputs[i].dtype};
-        SET_SLOT(v, k->n_slots++);
+        if (!SET_SLOT(v, k->n_slots++)) st = TJ_ERR_MEMORY;
     }
     /* outputs: the value's slot becomes the output operand when it is a node's
      * first result; otherwise the output is a copy */
-    tj_status st = TJ_OK;
     const char *bad = NULL;
-    for (tj_node *n = tj_block_first(b); n && !bad; n = tj_node_next(n)) {
+    for (tj_node *n = tj_block_first(b); n && !bad && !st; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             int in = SLOT_OF(tj_node_input(n, 0));
             int64_t chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
@@ -141,7 +142,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
                 k->views[k->n_views] = (chunk_view){in, (int)dim, chunks, i};
                 k->slots[k->n_slots] = (slot){SLOT_OPERAND, -1 - k->n_views, spec->inputs[in].dtype};
                 k->n_views++;
-                SET_SLOT(tj_node_output(n, i), k->n_slots++);
+                if (!SET_SLOT(tj_node_output(n, i), k->n_slots++)) st = TJ_ERR_MEMORY;
             }
             continue;
         }
@@ -189,7 +190,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             st = TJ_ERR_MEMORY;
             break;
         }
-        SET_SLOT(tj_node_output(n, 0), out);
+        if (!SET_SLOT(tj_node_output(n, 0), out)) st = TJ_ERR_MEMORY;
     }
     /* outputs: retarget the producing step to write the output operand */
     for (int i = 0; !bad && st == TJ_OK && i < k->n_outputs; i++) {
@@ -291,10 +292,10 @@ static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor
     enum { STACK_SCRATCH = 64 << 10 };
     _Alignas(64) char stack_scratch[STACK_SCRATCH];
     size_t need = L.per_thread * (size_t)tj_get_num_threads();
-    L.scratch = need <= STACK_SCRATCH ? stack_scratch : aligned_alloc(64, need);
+    L.scratch = need <= STACK_SCRATCH ? stack_scratch : tjc_aligned_alloc(64, need);
     if (!L.scratch) return tjc_error(TJ_ERR_MEMORY, "fused runner: out of memory");
     tjcpu_iter(ops, k->n_operands + k->n_views, fused_loop, &L);
-    if (L.scratch != stack_scratch) free(L.scratch);
+    if (L.scratch != stack_scratch) tjc_free(L.scratch);
     return TJ_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "nn.h"
 
 /* Copies one element of es bytes (1, 4 or 8). */
@@ -114,7 +115,7 @@ tj_status tjcpu_embedding_dense_backward(const tjc_call *c) {
             }
         }
     }
-    free(scale);
+    tjc_free(scale);
     tj_release(g), tj_release(idx);
     return st;
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "nn.h"
 
 /* The gradient factor of element i: grad_output[i] for reduction none, else
@@ -168,7 +169,7 @@ static tj_status nll_open(const char *op, tj_tensor *self, tj_tensor *target, tj
 
 static void nll_close(nll_inputs *in) {
     tj_release(in->x), tj_release(in->t);
-    free(in->w);
+    tjc_free(in->w);
 }
 
 /* in: self, target, weight; attrs: reduction, ignore_index */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/linalg.h"
 #include "linalg.h"
 
@@ -34,7 +35,7 @@ static bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, bool
 
 /* A contiguous copy of a strided rows x cols operand (malloc'd). */
 static void *pack(const tjcpu_mat *x, int64_t rows, int64_t cols, size_t es) {
-    char *buf = malloc((size_t)(rows * cols) * es + 1);
+    char *buf = tjc_malloc((size_t)(rows * cols) * es + 1);
     if (!buf) return NULL;
     const char *src = x->p;
     for (int64_t i = 0; i < rows; i++)
@@ -170,7 +171,7 @@ tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha,
         if ((st = blas_operand(&mat, rows, len, es, &tr, &ld, &own_a))) return st;
         if (len > 1 && (vec.rs <= 0 || vec.rs > INT_MAX)) {
             if (!(own_b = pack(&vec, len, 1, es))) {
-                free(own_a);
+                tjc_free(own_a);
                 return tjc_error(TJ_ERR_MEMORY, "gemm: out of memory packing a vector");
             }
             vec = (tjcpu_mat){own_b, 1, 0};
@@ -192,7 +193,7 @@ tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha,
         int64_t lda, ldb;
         if ((st = blas_operand(&a, m, k, es, &ta, &lda, &own_a)) ||
             (st = blas_operand(&b, k, n, es, &tb, &ldb, &own_b))) {
-            free(own_a);
+            tjc_free(own_a);
             return st;
         }
         enum CBLAS_TRANSPOSE ta_ = ta ? CblasTrans : CblasNoTrans, tb_ = tb ? CblasTrans : CblasNoTrans;
@@ -203,8 +204,8 @@ tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha,
             cblas_dgemm(CblasRowMajor, ta_, tb_, (int)m, (int)n, (int)k, alpha, a.p, (int)lda,
                         b.p, (int)ldb, beta, c, (int)ldc);
     }
-    free(own_a);
-    free(own_b);
+    tjc_free(own_a);
+    tjc_free(own_b);
     return TJ_OK;
 }
 

@@ -1,4 +1,5 @@
 /* nn_util.c — the helpers of nn.h shared by the nn family's CPU kernels. */
+#include "core/alloc.h"
 #include "nn.h"
 
 tj_tensor *tjnn_contig(tj_tensor *t) {
@@ -8,7 +9,7 @@ tj_tensor *tjnn_contig(tj_tensor *t) {
 }
 
 double *tjnn_scratch(const char *op, int64_t n) {
-    double *p = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    double *p = tjc_malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
     if (!p) tjc_error(TJ_ERR_MEMORY, "%s: out of memory for %lld scratch values", op, (long long)n);
     return p;
 }
@@ -38,7 +39,7 @@ enum { SUM_BLOCK = 4096 };
 double tjnn_sum_blocks(int64_t n, tjnn_block_fn fn, const void *ctx) {
     int64_t blocks = (n + SUM_BLOCK - 1) / SUM_BLOCK;
     if (blocks <= 1) return n > 0 ? fn(0, n, ctx) : 0.0;
-    double stack[64], *part = blocks <= 64 ? stack : malloc(sizeof(double) * (size_t)blocks);
+    double stack[64], *part = blocks <= 64 ? stack : tjc_malloc(sizeof(double) * (size_t)blocks);
     if (!part) { /* no room for partial sums: one thread, same block order */
         double s = 0;
         for (int64_t b = 0; b < blocks; b++) {
@@ -55,7 +56,7 @@ double tjnn_sum_blocks(int64_t n, tjnn_block_fn fn, const void *ctx) {
     }
     double s = 0;
     for (int64_t b = 0; b < blocks; b++) s += part[b];
-    if (part != stack) free(part);
+    if (part != stack) tjc_free(part);
     return s;
 }
 

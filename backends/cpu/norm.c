@@ -8,6 +8,7 @@
  * end in g * a[r] + x * b[r] + d[r]. */
 #include <math.h>
 
+#include "core/alloc.h"
 #include "nn.h"
 
 #define T float
@@ -65,7 +66,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
     double *buf = tjnn_scratch(op, 4 * C + 4 * rows);
     double *w = tjnn_doubles(a->weight, C, 1.0), *b = tjnn_doubles(a->bias, C, 0.0);
     if (!buf || !w || !b) {
-        free(buf), free(w), free(b), tj_release(x);
+        tjc_free(buf), tjc_free(w), tjc_free(b), tj_release(x);
         return tj_last_status();
     }
     double *mean = buf, *invstd = mean + C, *s1 = invstd + C, *s2 = s1 + rows;
@@ -110,7 +111,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
     BY_DTYPE(x->dtype, rows_affine, dp(x), dp(out), rows, S, ra, rd);
     store(save_mean, mean, C);
     store(save_invstd, invstd, C);
-    free(buf), free(w), free(b), tj_release(x);
+    tjc_free(buf), tjc_free(w), tjc_free(b), tj_release(x);
     return TJ_OK;
 }
 
@@ -174,7 +175,7 @@ tj_status tjcpu_native_batch_norm_backward(const tjc_call *c) {
     store(c->out[1], gw, C);
     store(c->out[2], gb, C);
 done:
-    free(buf), free(w), free(m), free(v);
+    tjc_free(buf), tjc_free(w), tjc_free(m), tjc_free(v);
     tj_release(g), tj_release(x);
     return st;
 }
@@ -212,7 +213,7 @@ static tj_status ln_forward(const tjc_call *c, tj_tensor *out, tj_tensor *mean_o
         store(mean_out, mean, M);
         store(rstd_out, rstd, M);
     }
-    free(buf), free(w), free(b), tj_release(x);
+    tjc_free(buf), tjc_free(w), tjc_free(b), tj_release(x);
     return st;
 }
 
@@ -240,7 +241,7 @@ tj_status tjcpu_native_layer_norm_backward(const tjc_call *c) {
         store(c->out[1], gw, L);
         store(c->out[2], gb, L);
     }
-    free(mean), free(rstd), free(w), free(buf);
+    tjc_free(mean), tjc_free(rstd), tjc_free(w), tjc_free(buf);
     tj_release(g), tj_release(x);
     return st;
 }
@@ -270,7 +271,7 @@ static tj_status gn_forward(const tjc_call *c, int64_t G, double eps, tj_tensor 
         store(mean_out, mean, N * G);
         store(rstd_out, rstd, N * G);
     }
-    free(buf), free(w), free(b), tj_release(x);
+    tjc_free(buf), tjc_free(w), tjc_free(b), tj_release(x);
     return st;
 }
 
@@ -333,7 +334,7 @@ tj_status tjcpu_native_group_norm_backward(const tjc_call *c) {
     store(c->out[1], gw, C);
     store(c->out[2], gb, C);
 done:
-    free(mean), free(rstd), free(w), free(buf);
+    tjc_free(mean), tjc_free(rstd), tjc_free(w), tjc_free(buf);
     tj_release(g), tj_release(x);
     return st;
 }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "reduce.h"
 
 #define ROW_BLOCK 8192
@@ -256,7 +257,7 @@ tj_status tjcpu_reduce(const tjc_call *c, const tjc_reduce_info *info, const tjc
     build_plan(&p, c, info, logical_order);
     if (p.M == 0) return TJ_OK;
     if (p.nb > 1) {
-        p.partials = malloc((size_t)(p.M * p.nb) * r->size);
+        p.partials = tjc_malloc((size_t)(p.M * p.nb) * r->size);
         if (!p.partials)
             return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for %lld partial results",
                              c->op->name, (long long)(p.M * p.nb));
@@ -274,7 +275,7 @@ tj_status tjcpu_reduce(const tjc_call *c, const tjc_reduce_info *info, const tjc
     if (p.nb > 1) {
 #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
         for (int64_t o = 0; o < p.M; o++) combine_task(&p, o);
-        free(p.partials);
+        tjc_free(p.partials);
     }
     return TJ_OK;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "alloc.h"
 #include "core/core.h"
 
@@ -176,7 +177,7 @@ static size_t slot_of(const void *p, size_t cap) {
 static bool table_reserve(ptr_table *t) {
     if ((t->count + 1) * 2 <= t->cap) return true;
     size_t cap = t->cap ? t->cap * 2 : 64;
-    block **slots = calloc(cap, sizeof *slots);
+    block **slots = tjc_calloc(cap, sizeof *slots);
     if (!slots) return false;
     for (size_t i = 0; i < t->cap; i++) {
         if (!t->slots[i]) continue;
@@ -184,7 +185,7 @@ static bool table_reserve(ptr_table *t) {
         while (slots[j]) j = (j + 1) & (cap - 1);
         slots[j] = t->slots[i];
     }
-    free(t->slots);
+    tjc_free(t->slots);
     t->slots = slots;
     t->cap = cap;
     return true;
@@ -254,8 +255,8 @@ static tj_status empty_cache_locked(tjcu_allocator *a) {
         }
         remove_free(a, s->head);
         unlink_segment(a, s);
-        free(s->head);
-        free(s);
+        tjc_free(s->head);
+        tjc_free(s);
     }
     return first;
 }
@@ -276,11 +277,11 @@ static tj_status out_of_memory(tjcu_allocator *a, size_t bytes, size_t seg_size)
  * tree); on a raw failure, the cache is emptied and the raw call retried. */
 static tj_status new_segment(tjcu_allocator *a, size_t bytes, size_t size, void *stream, block **out) {
     size_t n = segment_size(size);
-    segment *s = calloc(1, sizeof *s);
-    block *b = calloc(1, sizeof *b);
+    segment *s = tjc_calloc(1, sizeof *s);
+    block *b = tjc_calloc(1, sizeof *b);
     if (!s || !b) {
-        free(s);
-        free(b);
+        tjc_free(s);
+        tjc_free(b);
         return tjc_error(TJ_ERR_MEMORY, "cuda allocator: out of host memory for its block list");
     }
     void *p = NULL;
@@ -295,8 +296,8 @@ static tj_status new_segment(tjcu_allocator *a, size_t bytes, size_t size, void 
         st = a->raw.alloc(a->raw.ctx, a->device, n, &p);
     }
     if (st != TJ_OK || !p) {
-        free(s);
-        free(b);
+        tjc_free(s);
+        tjc_free(b);
         return out_of_memory(a, bytes, n);
     }
     *s = (segment){.base = p, .size = n, .stream = stream, .pool = pool_of(size), .head = b, .next = a->segments};
@@ -317,7 +318,7 @@ tjcu_allocator *tjcu_allocator_new(const tjcu_raw_allocator *raw, int device) {
         tjc_error(TJ_ERR_ARG, "cuda allocator: a raw allocator with alloc and free is required");
         return NULL;
     }
-    tjcu_allocator *a = calloc(1, sizeof *a);
+    tjcu_allocator *a = tjc_calloc(1, sizeof *a);
     if (!a) {
         tjc_error(TJ_ERR_MEMORY, "cuda allocator: out of host memory");
         return NULL;
@@ -336,13 +337,13 @@ void tjcu_allocator_free(tjcu_allocator *a) {
         a->raw.free(a->raw.ctx, a->device, s->base);
         for (block *b = s->head, *bn; b; b = bn) {
             bn = b->next;
-            free(b);
+            tjc_free(b);
         }
-        free(s);
+        tjc_free(s);
     }
-    free(a->used.slots);
+    tjc_free(a->used.slots);
     pthread_mutex_destroy(&a->lock);
-    free(a);
+    tjc_free(a);
 }
 
 tj_status tjcu_allocator_malloc(tjcu_allocator *a, size_t bytes, void *stream, void **ptr) {
@@ -369,7 +370,7 @@ tj_status tjcu_allocator_malloc(tjcu_allocator *a, size_t bytes, void *stream, v
             return st;
         }
     }
-    block *rest = should_split(pool, b->size - size) ? calloc(1, sizeof *rest) : NULL;
+    block *rest = should_split(pool, b->size - size) ? tjc_calloc(1, sizeof *rest) : NULL;
     if (rest) { /* without memory for the tail's record, the whole block serves */
         *rest = (block){.ptr = b->ptr + size, .size = b->size - size, .seg = b->seg, .prev = b, .next = b->next};
         if (b->next) b->next->prev = rest;
@@ -404,7 +405,7 @@ tj_status tjcu_allocator_release(tjcu_allocator *a, void *ptr) {
         p->size += b->size;
         p->next = b->next;
         if (b->next) b->next->prev = p;
-        free(b);
+        tjc_free(b);
         b = p;
     }
     block *n = b->next;
@@ -413,7 +414,7 @@ tj_status tjcu_allocator_release(tjcu_allocator *a, void *ptr) {
         b->size += n->size;
         b->next = n->next;
         if (n->next) n->next->prev = b;
-        free(n);
+        tjc_free(n);
     }
     add_free(a, b);
     pthread_mutex_unlock(&a->lock);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/linalg.h"
 
 /* ---- the runtime's device --------------------------------------------------------- */
@@ -73,7 +74,7 @@ static void release_thread(void *p) {
         cublasDestroy(s->handle);
         if (s->workspace) tjcu_free((tj_device){TJ_CUDA, i}, s->workspace);
     }
-    free(t);
+    tjc_free(t);
 }
 
 static void make_key(void) { pthread_key_create(&thread_key, release_thread); }
@@ -93,7 +94,7 @@ static tj_status handle_for(const char *op, tj_device dev, cublasHandle_t *out) 
     tj_status st = tjcu_runtime_bind(op, dev);
     if (st) return st;
     if (!this_thread) {
-        if (!(this_thread = calloc(1, sizeof *this_thread)))
+        if (!(this_thread = tjc_calloc(1, sizeof *this_thread)))
             return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for cuBLAS handles", op);
         pthread_once(&key_once, make_key);
         pthread_setspecific(thread_key, this_thread);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/alloc.h"
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/driver.h"
@@ -36,7 +37,7 @@ static void free_thread_streams(void *p) {
     thread_streams *ts = p;
     for (int d = 0; d < TJCU_MAX_DEVICES; d++)
         if (ts->stream[d]) S.drv->stream_free(d, ts->stream[d]);
-    free(ts);
+    tjc_free(ts);
 }
 
 static void init_state(void) {
@@ -72,7 +73,7 @@ tj_status tjcu_check_device(const char *what, tj_device dev) {
 void *tjcu_stream(tj_device dev) {
     if (tjcu_check_device("tjcu_stream", dev)) return NULL;
     if (!my_streams) {
-        my_streams = calloc(1, sizeof *my_streams);
+        my_streams = tjc_calloc(1, sizeof *my_streams);
         if (!my_streams) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
         pthread_setspecific(S.streams_key, my_streams);
     }
@@ -201,12 +202,12 @@ static tj_status backend_copy(void *dst, tj_device dd, const void *src, tj_devic
     if (dd.type == TJ_CUDA && sd.type == TJ_CUDA) {
         if (dd.index == sd.index) return tjcu_copy_d2d(dd, dst, src, nbytes);
         /* between two devices: through the host, after the source's work */
-        void *host = malloc(nbytes);
+        void *host = tjc_malloc(nbytes);
         if (!host) return tjc_error(TJ_ERR_MEMORY, "copy between CUDA devices: out of memory");
         tj_status st = tjcu_copy_to_host(sd, host, src, nbytes);
         if (!st) st = tjcu_copy_from_host(dd, dst, host, nbytes);
         if (!st) st = sync_stream(dd);
-        free(host);
+        tjc_free(host);
         return st;
     }
     if (dd.type == TJ_CUDA) {

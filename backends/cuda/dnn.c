@@ -15,6 +15,7 @@
  * it), as is a transposed convolution whose output padding reaches a stride
  * (cuDNN would compute the forward size from the padded output and reject it).
  */
+#include "core/alloc.h"
 #include "backends/cuda/linalg.h"
 
 #include <cudnn.h>
@@ -44,7 +45,7 @@ static void release_thread(void *p) {
     dnn_thread *t = p;
     for (int i = 0; i < MAX_DEVICES; i++)
         if (t->slot[i].handle) cudnnDestroy(t->slot[i].handle);
-    free(t);
+    tjc_free(t);
 }
 
 static void make_key(void) { pthread_key_create(&thread_key, release_thread); }
@@ -63,7 +64,7 @@ static tj_status handle_for(const char *op, tj_device dev, cudnnHandle_t *out) {
     tj_status st = tjcu_runtime_bind(op, dev);
     if (st) return st;
     if (!this_thread) {
-        if (!(this_thread = calloc(1, sizeof *this_thread)))
+        if (!(this_thread = tjc_calloc(1, sizeof *this_thread)))
             return tjc_error(TJ_ERR_MEMORY, "%s: out of memory for cuDNN handles", op);
         pthread_once(&key_once, make_key);
         pthread_setspecific(thread_key, this_thread);
@@ -132,7 +133,7 @@ static bool cached(const problem *p, choice *out) {
 
 /* Kept for the life of the process, as PyTorch's algorithm cache. */
 static void remember(const choice *ch) {
-    choice *c = malloc(sizeof *c);
+    choice *c = tjc_malloc(sizeof *c);
     if (!c) return; /* chosen again next time */
     *c = *ch;
     unsigned b = hash_of(&c->key);

@@ -10,6 +10,7 @@
 
 #include <cuda.h> /* types and constants only: every entry point comes from dlsym */
 
+#include "core/alloc.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/nvrtc.h"
 #include "core/core.h"
@@ -186,7 +187,7 @@ static tj_status module_load(int device, const char *name, const char *source, v
     CUresult r;
     st = use(device);
     if (!st) st = CU(cuModuleLoadData, ((CUmodule *)module, image));
-    free(image);
+    tjc_free(image);
     return st;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/driver.h"
 #include "backends/cuda/harness.h"
 #include "core/core.h"
@@ -32,14 +33,14 @@ static int sm_count(int device) {
 
 static tj_status mem_alloc(void *ctx, int device, size_t bytes, void **ptr) {
     (void)ctx, (void)device;
-    *ptr = aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);
+    *ptr = tjc_aligned_alloc(ALIGN, (bytes + ALIGN - 1) / ALIGN * ALIGN);
     return *ptr ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "host harness: out of memory for %zu bytes",
                                     bytes);
 }
 
 static tj_status mem_free(void *ctx, int device, void *ptr) {
     (void)ctx, (void)device;
-    free(ptr);
+    tjc_free(ptr);
     return TJ_OK;
 }
 

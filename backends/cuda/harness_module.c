@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/sources.h"
 #include "fuser/disk_cache.h"
 #include "core/core.h"
@@ -348,16 +349,16 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     } else if ((s = compile(name, source, path)) != TJ_OK) {
         return s;
     }
-    tjh_module *m = calloc(1, sizeof *m);
-    if (!m || !(m->name = strdup(name)) || !(m->source = strdup(source))) {
-        if (m) free(m->name);
-        free(m);
+    tjh_module *m = tjc_calloc(1, sizeof *m);
+    if (!m || !(m->name = tjc_strdup(name)) || !(m->source = tjc_strdup(source))) {
+        if (m) tjc_free(m->name);
+        tjc_free(m);
         return tjc_error(TJ_ERR_MEMORY, "tjh_module_load: module %s: out of memory", name);
     }
     if ((s = load_shared_object(name, path, &m->dl)) != TJ_OK) {
-        free(m->name);
-        free(m->source);
-        free(m);
+        tjc_free(m->name);
+        tjc_free(m->source);
+        tjc_free(m);
         return s;
     }
     m->refs = 1;
@@ -390,12 +391,12 @@ void tjh_module_unload(tjh_module *m) {
             }
         for (tjh_function *f = m->functions, *next; f; f = next) {
             next = f->next;
-            free(f);
+            tjc_free(f);
         }
         dlclose(m->dl);
-        free(m->name);
-        free(m->source);
-        free(m);
+        tjc_free(m->name);
+        tjc_free(m->source);
+        tjc_free(m);
     }
     pthread_mutex_unlock(&lock);
 }
@@ -415,7 +416,7 @@ tj_status tjh_get_function(tjh_module *m, const char *kernel, tjh_function **out
         if (!entry) {
             s = tjc_error(TJ_ERR_ARG, "tjh_get_function: module %s has no kernel %s (is TJCU_EXPORT(%s) "
                           "missing?)", m->name, kernel, kernel);
-        } else if (!(f = calloc(1, sizeof *f + strlen(kernel) + 1))) {
+        } else if (!(f = tjc_calloc(1, sizeof *f + strlen(kernel) + 1))) {
             s = tjc_error(TJ_ERR_MEMORY, "tjh_get_function: out of memory");
         } else {
             strcpy(f->kernel, kernel);

@@ -27,6 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/core.h"
 #include "harness_internal.h"
 
@@ -120,24 +121,24 @@ static bool shadow_stack_active(void) {
 static void fiber_free(tjh_fiber *f) {
     long page = sysconf(_SC_PAGESIZE);
     munmap(f->stack - page, f->stack_size + (size_t)page);
-    free(f);
+    tjc_free(f);
 }
 
 static tjh_fiber *fiber_new(tjh_exec *e) {
     if (e->n_fibers == e->cap_fibers) {
         int cap = e->cap_fibers ? 2 * e->cap_fibers : 64;
-        tjh_fiber **grown = realloc(e->fibers, (size_t)cap * sizeof *grown);
+        tjh_fiber **grown = tjc_realloc(e->fibers, (size_t)cap * sizeof *grown);
         if (!grown) return NULL;
         e->fibers = grown;
         e->cap_fibers = cap;
     }
-    tjh_fiber *f = calloc(1, sizeof *f);
+    tjh_fiber *f = tjc_calloc(1, sizeof *f);
     if (!f) return NULL;
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     char *mem = mmap(NULL, stack_bytes + page, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
     if (mem == MAP_FAILED) {
-        free(f);
+        tjc_free(f);
         return NULL;
     }
     mprotect(mem, page, PROT_NONE); /* the guard page */
@@ -288,11 +289,11 @@ static void exec_free(void *p) {
         }
     pthread_mutex_unlock(&execs_lock);
     for (int i = 0; i < e->n_fibers; i++) fiber_free(e->fibers[i]);
-    free(e->fibers);
-    free(e->threads);
-    free(e->ready);
-    free(e->dynamic_shared);
-    free(e);
+    tjc_free(e->fibers);
+    tjc_free(e->threads);
+    tjc_free(e->ready);
+    tjc_free(e->dynamic_shared);
+    tjc_free(e);
 }
 
 static void init_once(void) {
@@ -311,14 +312,14 @@ static void init_once(void) {
 static tjh_exec *exec_get(void) {
     if (tls_exec) return tls_exec;
     pthread_once(&once, init_once);
-    tjh_exec *e = calloc(1, sizeof *e);
+    tjh_exec *e = tjc_calloc(1, sizeof *e);
     if (!e) return NULL;
-    e->threads = calloc(TJH_MAX_THREADS, sizeof *e->threads);
-    e->ready = calloc(TJH_MAX_THREADS, sizeof *e->ready);
+    e->threads = tjc_calloc(TJH_MAX_THREADS, sizeof *e->threads);
+    e->ready = tjc_calloc(TJH_MAX_THREADS, sizeof *e->ready);
     if (!e->threads || !e->ready) {
-        free(e->threads);
-        free(e->ready);
-        free(e);
+        tjc_free(e->threads);
+        tjc_free(e->ready);
+        tjc_free(e);
         return NULL;
     }
     pthread_mutex_lock(&execs_lock);
@@ -393,13 +394,13 @@ static void run_blocks(launch *L) {
     }
     if (L->dynamic_shared > e->dynamic_cap) {
         size_t cap = (L->dynamic_shared + 63) / 64 * 64;
-        void *p = aligned_alloc(64, cap);
+        void *p = tjc_aligned_alloc(64, cap);
         if (!p) {
             launch_fail(L, "tjh_launch: kernel %s: out of memory for %zu bytes of dynamic shared memory",
                         kernel, L->dynamic_shared);
             return;
         }
-        free(e->dynamic_shared);
+        tjc_free(e->dynamic_shared);
         e->dynamic_shared = p;
         e->dynamic_cap = cap;
     }

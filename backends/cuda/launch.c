@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/internal.h"
 #include "backends/cuda/sources.h"
 
@@ -51,17 +52,17 @@ static void *module_for(const tjcu_driver *drv, const char *what, int device, co
                              what, key), NULL;
         return m->handle;
     }
-    module *m = calloc(1, sizeof *m);
-    if (m) m->key = strdup(key);
-    if (m) m->source = strdup(source);
+    module *m = tjc_calloc(1, sizeof *m);
+    if (m) m->key = tjc_strdup(key);
+    if (m) m->source = tjc_strdup(source);
     if (!m || !m->key || !m->source) {
-        if (m) free(m->key), free(m->source), free(m);
+        if (m) tjc_free(m->key), tjc_free(m->source), tjc_free(m);
         return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", what), NULL;
     }
     if (drv->module_load(device, key, source, &m->handle) != TJ_OK) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", tj_last_error());
-        free(m->key), free(m->source), free(m);
+        tjc_free(m->key), tjc_free(m->source), tjc_free(m);
         return tjc_error(tj_last_status(), "%s: compiling the kernels of '%s' for cuda:%d: %s", what,
                          key, device, msg), NULL;
     }
@@ -82,10 +83,10 @@ static void *function_for(const tjcu_driver *drv, const char *what, int device, 
         if (e->device == device && !strcmp(e->key, name)) fn = e->fn;
     if (!fn) {
         void *mod = module_for(drv, what, device, key, source);
-        entry *e = mod ? calloc(1, sizeof *e) : NULL;
+        entry *e = mod ? tjc_calloc(1, sizeof *e) : NULL;
         if (mod && !e) tjc_error(TJ_ERR_MEMORY, "%s: out of memory", what);
-        if (e && !(e->key = strdup(name))) {
-            free(e);
+        if (e && !(e->key = tjc_strdup(name))) {
+            tjc_free(e);
             e = NULL;
             tjc_error(TJ_ERR_MEMORY, "%s: out of memory", what);
         }
@@ -93,8 +94,8 @@ static void *function_for(const tjcu_driver *drv, const char *what, int device, 
             char msg[512];
             snprintf(msg, sizeof msg, "%s", tj_last_error());
             tjc_error(TJ_ERR_INTERNAL, "%s: module '%s' has no kernel %s: %s", what, key, kernel, msg);
-            free(e->key);
-            free(e);
+            tjc_free(e->key);
+            tjc_free(e);
             e = NULL;
         }
         if (e) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/sources.h"
 #include "core/core.h"
@@ -22,7 +23,7 @@ static void log_head(nvrtcProgram prog, char *buf, size_t n) {
     size_t len = 0;
     buf[0] = '\0';
     if (nvrtcGetProgramLogSize(prog, &len) != NVRTC_SUCCESS || len <= 1) return;
-    char *log = malloc(len);
+    char *log = tjc_malloc(len);
     if (!log) return;
     if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
         snprintf(buf, n, "%s", log);
@@ -33,7 +34,7 @@ static void log_head(nvrtcProgram prog, char *buf, size_t n) {
                 break;
             }
     }
-    free(log);
+    tjc_free(log);
 }
 
 tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *arch, bool want_cubin,
@@ -69,10 +70,10 @@ tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *a
     }
     size_t n = 0;
     r = want_cubin ? nvrtcGetCUBINSize(prog, &n) : nvrtcGetPTXSize(prog, &n);
-    char *out = r == NVRTC_SUCCESS ? malloc(n + 1) : NULL;
+    char *out = r == NVRTC_SUCCESS ? tjc_malloc(n + 1) : NULL;
     if (out) r = want_cubin ? nvrtcGetCUBIN(prog, out) : nvrtcGetPTX(prog, out);
     if (r != NVRTC_SUCCESS || !out) {
-        free(out);
+        tjc_free(out);
         s = r != NVRTC_SUCCESS ? tjc_error(TJ_ERR_INTERNAL, "tjcu_nvrtc_compile: %s for %s: %s", name, arch,
                                            nvrtcGetErrorString(r))
                                : tjc_error(TJ_ERR_MEMORY, "tjcu_nvrtc_compile: out of memory");

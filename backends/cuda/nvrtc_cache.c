@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/sources.h"
 #include "core/core.h"
@@ -28,7 +29,7 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
     if (n_headers > TJCU_MAX_HEADERS) n_headers = TJCU_MAX_HEADERS;
     size_t n = strlen(source) + strlen(arch) + 64;
     for (int i = 0; i < n_headers; i++) n += strlen(header_names[i]) + strlen(headers[i]) + 2;
-    char *key = malloc(n);
+    char *key = tjc_malloc(n);
     if (!key) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", name);
     size_t k = (size_t)snprintf(key, n, "cubin %s nvrtc %s\n%s", arch, tjcu_nvrtc_version(), source);
     for (int i = 0; i < n_headers; i++)
@@ -44,6 +45,6 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
             *image = cubin;
         }
     }
-    free(key);
+    tjc_free(key);
     return st;
 }

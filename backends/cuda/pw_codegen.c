@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
 
@@ -94,7 +95,7 @@ static void put(text *t, const char *fmt, ...) {
         }
         size_t cap = (t->cap ? t->cap : 2048) * 2;
         while (cap <= t->len + (size_t)n) cap *= 2;
-        char *s = realloc(t->s, cap);
+        char *s = tjc_realloc(t->s, cap);
         if (!s) {
             t->failed = true;
             return;
@@ -115,7 +116,7 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
     for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
         const char *h = tjcu_source_text(headers[k]);
         if (!h) {
-            free(t.s);
+            tjc_free(t.s);
             tjc_error(TJ_ERR_INTERNAL, "cuda: %s is not embedded in the library", headers[k]);
             return NULL;
         }
@@ -151,7 +152,7 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
             kernels[k].name, kernels[k].call, kernels[k].name);
     }
     if (t.failed) {
-        free(t.s);
+        tjc_free(t.s);
         tjc_error(TJ_ERR_MEMORY, "cuda: out of memory generating the source of %s", title);
         return NULL;
     }
@@ -179,7 +180,7 @@ static const char *publish(_Atomic(char *) *slot, char *made) {
     if (!made) return NULL;
     char *expected = NULL;
     if (atomic_compare_exchange_strong(slot, &expected, made)) return made;
-    free(made);
+    tjc_free(made);
     return expected;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "internal.h"
 
 typedef struct tjl_kernel {
@@ -31,11 +32,11 @@ static void release(tjf_kernel *kk) {
     if (!k) return;
     if (k->fallback) tjf_portable_backend()->release(k->fallback);
     tjl_code_release(k->code);
-    free(k);
+    tjc_free(k);
 }
 
 static tjf_kernel *compile(const tj_graph *sub, const tjf_spec *spec, bool libm) {
-    tjl_kernel *k = calloc(1, sizeof *k);
+    tjl_kernel *k = tjc_calloc(1, sizeof *k);
     if (!k) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     tjl_ir ir;
     tjl_timing t = {0};
@@ -65,7 +66,7 @@ static tjf_kernel *compile(const tj_graph *sub, const tjf_spec *spec, bool libm)
                     tj_block_num_nodes(tj_graph_block((tj_graph *)sub)), k->reason);
         k->fallback = tjf_portable_backend()->compile(sub, spec);
         if (!k->fallback) {
-            free(k);
+            tjc_free(k);
             return NULL;
         }
         return (tjf_kernel *)k;
@@ -156,7 +157,7 @@ const char *tjl_kernel_symbol(const tjf_kernel *k) {
 
 char *tjl_kernel_text(const tj_graph *sub, const tjf_spec *spec, bool libm, tjl_text what) {
     tjl_ir ir;
-    tjl_plan *plan = malloc(sizeof *plan);
+    tjl_plan *plan = tjc_malloc(sizeof *plan);
     char *out = NULL;
     if (!plan) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     if (tjl_ir_init(&ir, libm) == TJ_OK) {
@@ -164,7 +165,7 @@ char *tjl_kernel_text(const tj_graph *sub, const tjf_spec *spec, bool libm, tjl_
         else if (ir.why[0]) tjc_error(TJ_ERR_UNSUPPORTED, "llvm backend: %s", ir.why);
     }
     tjl_ir_dispose(&ir);
-    free(plan);
+    tjc_free(plan);
     return out;
 }
 
@@ -207,11 +208,11 @@ tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
     enum { SEEN = 64 };
     char *seen[SEEN];
     int seen_id[SEEN], n_seen = 0, n = 0;
-    tjf_spec *spec = malloc(sizeof *spec);
-    tjl_plan *plan = malloc(sizeof *plan);
+    tjf_spec *spec = tjc_malloc(sizeof *spec);
+    tjl_plan *plan = tjc_malloc(sizeof *plan);
     if (!spec || !plan) {
-        free(spec);
-        free(plan);
+        tjc_free(spec);
+        tjc_free(plan);
         return tjc_error(TJ_ERR_MEMORY, "out of memory");
     }
     tj_status st = TJ_OK;
@@ -233,7 +234,7 @@ tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
             if (!strcmp(seen[i], ir)) same = seen_id[i];
         if (same >= 0) { /* an unrolled loop repeats its body's groups */
             fprintf(out, ": the same code as group %%%d's\n", same);
-            free(ir);
+            tjc_free(ir);
             continue;
         }
         tjl_ir scratch;
@@ -247,18 +248,18 @@ tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
             char *as = tjl_kernel_text(sub, spec, false, TJL_TEXT_ASM);
             if (!as) st = tj_last_status();
             else fprintf(out, "\n# assembly\n%s", as);
-            free(as);
+            tjc_free(as);
         }
         if (n_seen < SEEN) {
             seen_id[n_seen] = tj_node_id(x);
             seen[n_seen++] = ir;
         } else {
-            free(ir);
+            tjc_free(ir);
         }
     }
     if (st == TJ_OK && n == 0) fprintf(out, "\n# no fusion groups\n");
-    for (int i = 0; i < n_seen; i++) free(seen[i]);
-    free(spec);
-    free(plan);
+    for (int i = 0; i < n_seen; i++) tjc_free(seen[i]);
+    tjc_free(spec);
+    tjc_free(plan);
     return st;
 }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "internal.h"
 
@@ -466,13 +467,13 @@ static void emit_entry(gen *G, V body, const char *name) {
 
 tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spec, const char *name,
                        tjl_plan *plan) {
-    gen *G = calloc(1, sizeof *G);
+    gen *G = tjc_calloc(1, sizeof *G);
     tj_block *b = tj_graph_block((tj_graph *)subgraph); /* the IR's accessors take non-const graphs */
     int max_slots = tj_block_num_inputs(b) + 1;
     for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) max_slots += tj_node_num_outputs(n);
-    if (G) G->slots = calloc((size_t)max_slots, sizeof(slot));
+    if (G) G->slots = tjc_calloc((size_t)max_slots, sizeof(slot));
     if (!G || !G->slots) {
-        if (G) free(G);
+        if (G) tjc_free(G);
         return tjc_error(TJ_ERR_MEMORY, "out of memory");
     }
     memset(plan, 0, sizeof *plan);
@@ -506,7 +507,7 @@ tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spe
     }
     if (st == TJ_ERR_UNSUPPORTED && !ir->why[0]) tjl_fail(ir, "%s", tj_last_error());
     tjc_ptrmap_free(&G->slot_of);
-    free(G->slots);
-    free(G);
+    tjc_free(G->slots);
+    tjc_free(G);
     return st;
 }

@@ -25,6 +25,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include "core/alloc.h"
 #include "core/pw_math.h"
 #include "fuser/disk_cache.h"
 #include "internal.h"
@@ -218,11 +219,11 @@ static tjl_code *link_object(const char *symbol, char *key, LLVMMemoryBufferRef 
         c->refs++;
         *shared = true;
         LLVMDisposeMemoryBuffer(obj);
-        free(key);
+        tjc_free(key);
         pthread_mutex_unlock(&J.lock);
         return c;
     }
-    c = calloc(1, sizeof *c);
+    c = tjc_calloc(1, sizeof *c);
     LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(J.jd);
     LLVMErrorRef err = c ? LLVMOrcLLJITAddObjectFileWithRT(J.jit, rt, obj) : NULL;
     LLVMOrcExecutorAddress addr = 0;
@@ -236,8 +237,8 @@ static tjl_code *link_object(const char *symbol, char *key, LLVMMemoryBufferRef 
         LLVMErrorRef e2 = LLVMOrcResourceTrackerRemove(rt);
         if (e2) LLVMConsumeError(e2);
         LLVMOrcReleaseResourceTracker(rt);
-        free(c);
-        free(key);
+        tjc_free(c);
+        tjc_free(key);
         pthread_mutex_unlock(&J.lock);
         return NULL;
     }
@@ -265,7 +266,7 @@ tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
     if (prepare(ir, tm) != TJ_OK) goto done;
     char *text = LLVMPrintModuleToString(ir->mod);
     size_t n = strlen(KEY_VERSION) + strlen(J.triple) + strlen(J.cpu) + strlen(J.features) + strlen(text) + 16;
-    key = malloc(n);
+    key = tjc_malloc(n);
     if (!key) {
         LLVMDisposeMessage(text);
         tjc_error(TJ_ERR_MEMORY, "out of memory");
@@ -292,7 +293,7 @@ tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
     size_t stored_size = 0;
     if (tjf_disk_cache_read(file, key, &stored, &stored_size) && stored_size > 0)
         obj = LLVMCreateMemoryBufferWithMemoryRangeCopy(stored, stored_size, symbol);
-    free(stored);
+    tjc_free(stored);
     t.disk_hit = obj != NULL;
     if (!obj) {
         if (!rename_kernel(ir, name, symbol)) {
@@ -320,7 +321,7 @@ tjl_code *tjl_jit_load(tjl_ir *ir, const char *name, tjl_timing *tm_out) {
         atomic_fetch_add(t.disk_hit ? &J.disk_hits : &J.compiled, 1);
     }
 done:
-    free(key);
+    tjc_free(key);
     LLVMDisposeTargetMachine(tm);
     tjl_ir_dispose(ir); /* the module is spent either way */
     atomic_fetch_add(&J.compile_ns, (long long)((now_ms() - t0) * 1e6));
@@ -343,8 +344,8 @@ void tjl_code_release(tjl_code *c) {
         LLVMErrorRef err = LLVMOrcResourceTrackerRemove(c->rt);
         if (err) LLVMConsumeError(err);
         LLVMOrcReleaseResourceTracker(c->rt);
-        free(c->key);
-        free(c);
+        tjc_free(c->key);
+        tjc_free(c);
         atomic_fetch_sub(&J.loaded, 1);
     }
     pthread_mutex_unlock(&J.lock);
@@ -361,7 +362,7 @@ char *tjl_jit_text(tjl_ir *ir, const char *name, tjl_text what) {
             LLVMMemoryBufferRef buf = emit(ir, tm, LLVMAssemblyFile);
             if (buf) {
                 size_t n = LLVMGetBufferSize(buf);
-                if ((out = malloc(n + 1))) {
+                if ((out = tjc_malloc(n + 1))) {
                     memcpy(out, LLVMGetBufferStart(buf), n);
                     out[n] = 0;
                 }
@@ -369,7 +370,7 @@ char *tjl_jit_text(tjl_ir *ir, const char *name, tjl_text what) {
             }
         } else {
             char *s = LLVMPrintModuleToString(ir->mod);
-            out = strdup(s);
+            out = tjc_strdup(s);
             LLVMDisposeMessage(s);
         }
     }

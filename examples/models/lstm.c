@@ -96,6 +96,7 @@ static tj_status cell_forward(void *ctx, tj_tensor *const *in, int n_in, tj_tens
     tj_status st = cell(&m->layers[0], in[0], in[1], in[2], &h, &c);
     out[0] = st ? NULL : tj_keep(h);
     out[1] = st ? NULL : tj_keep(c);
+    if (!st && (!out[0] || !out[1])) st = tj_last_status(); /* tj_keep: out of memory */
     tj_scope_end();
     return st;
 }
@@ -140,7 +141,7 @@ static tj_status seq_forward(void *ctx, tj_tensor *const *in, int n_in, tj_tenso
     tj_tensor *y = st ? NULL : tj_stack(outputs, (int)steps, 0);
     out[0] = tj_keep(y);
     tj_scope_end();
-    return y ? TJ_OK : tj_last_status();
+    return out[0] ? TJ_OK : tj_last_status();
 }
 
 static tj_status seq_inputs(void *ctx, tj_generator *gen, tj_tensor **inputs) {

@@ -21,7 +21,7 @@ tj_status tjx_loss_fn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out
     }
     out[0] = tj_keep(l);
     tj_scope_end();
-    return l ? TJ_OK : (st ? st : tj_last_status());
+    return out[0] ? TJ_OK : (st ? st : tj_last_status());
 }
 
 tj_program *tjx_compile_training(tjx_task *t, tj_tensor *const *inputs, tj_graph **graph) {

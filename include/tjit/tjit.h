@@ -158,10 +158,11 @@ const char *tj_tensor_name(const tj_tensor *t); /* NULL when unnamed */
  * released at tj_scope_end. tj_keep(t) moves t out of the innermost open
  * scope, to the enclosing scope, or to the caller when there is none; for a
  * tensor the innermost scope does not hold (an input, or one already kept) it
- * does nothing. Scopes are per thread and nest. */
+ * does nothing. Scopes are per thread and nest. When memory is short,
+ * tj_keep returns NULL (TJ_ERR_MEMORY) and t stays in the innermost scope. */
 void tj_scope_begin(void);
 void tj_scope_end(void);
-tj_tensor *tj_keep(tj_tensor *t); /* returns t */
+tj_tensor *tj_keep(tj_tensor *t); /* returns t, or NULL when out of memory */
 
 /* ---- random numbers -------------------------------------------------------
  * A counter-based Philox-4x32-10 generator: element i of a draw depends only
