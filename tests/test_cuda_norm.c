@@ -176,6 +176,8 @@ static void softmax_long_lines(void **state) {
 
 static const shape bn_shapes[] = {
     {2, {4, 3}}, {3, {2, 3, 5}}, {4, {2, 3, 4, 5}}, {3, {1, 2, 3}}, {3, {3, 0, 4}}, {3, {16, 8, 600}},
+    {3, {0, 3, 4}}, {3, {2, 3, 0}}, /* empty batches: NaN statistics, zero weight gradients */
+
 };
 #define N_BN ((int)(sizeof bn_shapes / sizeof *bn_shapes))
 
@@ -252,6 +254,15 @@ static void batch_norm_backward(void **state) {
                                      rtol_of(dt), t ? 1e-11 : 1e-4);
             }
     }
+    /* an empty batch's saved statistics are NaN; its gradients are empty and
+     * the weight's and bias's are 0, not NaN */
+    int64_t empty[3] = {0, 3, 4}, three = 3;
+    tj_tensor *nan = tj_full(&three, 1, NAN, TJ_F64);
+    tj_tensor *ein[7] = {tj_zeros(empty, 3, TJ_F64), tj_zeros(empty, 3, TJ_F64), vec(3, TJ_F64, false, -1, 1),
+                         NULL, NULL, nan, nan};
+    tj_attr ea[2] = {{.b = true}, {.f = 1e-5}};
+    tt_context("native_batch_norm_backward of an empty batch");
+    tt_cuda_check_op("aten::native_batch_norm_backward", ein, 7, ea, 2, 1e-12, 1e-12);
     tt_context(NULL);
 }
 

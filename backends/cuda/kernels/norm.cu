@@ -316,7 +316,9 @@ __device__ void tjn_bn_bwd_coef(long long C, int train, double eps, double cnt, 
                                 double *rd) {
     TJCU_GRID_STRIDE(c, C) {
         double vc = tjn_ld(v, vdt, c, 0), invstd = train ? vc : 1.0 / sqrt(vc + eps);
-        double sgx = sgxp[c] * invstd, k = tjn_ld(w, wdt, c, 1.0) * invstd;
+        /* an empty batch's statistics are NaN but its sums are 0, and so is
+         * the weight's gradient (the CPU kernel's rule) */
+        double sgx = cnt > 0 ? sgxp[c] * invstd : 0.0, k = tjn_ld(w, wdt, c, 1.0) * invstd;
         gw[c] = (T)sgx;
         gb[c] = (T)sg[c];
         ra[c] = k;
