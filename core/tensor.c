@@ -101,27 +101,6 @@ tj_tensor *tjc_alloc_on(tj_device device, const int64_t *sizes, int ndim, tj_dty
     return alloc_on("tjit", device, sizes, ndim, dtype);
 }
 
-tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
-                         int64_t offset) {
-    tj_tensor *t = tjc_calloc(1, sizeof *t);
-    tjc_count_header();
-    if (!t) {
-        tjc_error(TJ_ERR_MEMORY, "out of memory creating a view");
-        return NULL;
-    }
-    atomic_init(&t->refcount, 1);
-    t->storage = base->storage;
-    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
-    t->offset = offset;
-    t->ndim = ndim;
-    t->dtype = base->dtype;
-    if (ndim) {
-        memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
-        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
-    }
-    return t;
-}
-
 void tjc_view_on_stack(tj_tensor *view, const tj_tensor *base, const int64_t *sizes,
                        const int64_t *strides, int ndim, int64_t offset) {
     memset(view, 0, sizeof *view);
@@ -134,6 +113,19 @@ void tjc_view_on_stack(tj_tensor *view, const tj_tensor *base, const int64_t *si
         memcpy(view->sizes, sizes, (size_t)ndim * sizeof *sizes);
         memcpy(view->strides, strides, (size_t)ndim * sizeof *strides);
     }
+}
+
+tj_tensor *tjc_make_view(tj_tensor *base, const int64_t *sizes, const int64_t *strides, int ndim,
+                         int64_t offset) {
+    tj_tensor *t = tjc_malloc(sizeof *t);
+    tjc_count_header();
+    if (!t) {
+        tjc_error(TJ_ERR_MEMORY, "out of memory creating a view");
+        return NULL;
+    }
+    tjc_view_on_stack(t, base, sizes, strides, ndim, offset); /* then it takes a reference */
+    atomic_fetch_add_explicit(&t->storage->refcount, 1, memory_order_relaxed);
+    return t;
 }
 
 tj_tensor *tj_retain(tj_tensor *t) {

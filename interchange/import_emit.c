@@ -23,6 +23,14 @@ static tj_status node_error_v(tjo_importer *im, tj_status s, const char *fmt, va
                      n->op_type ? n->op_type : "?", msg);
 }
 
+tj_status tjo_need_inputs(tjo_importer *im, int lo, int hi) {
+    if (im->n_in < lo || im->n_in > hi)
+        return tjo_node_error(im, TJ_ERR_PARSE, "expected %d to %d inputs, got %d", lo, hi, im->n_in);
+    for (int i = 0; i < lo; i++)
+        if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is required", i);
+    return TJ_OK;
+}
+
 tj_status tjo_node_error(tjo_importer *im, tj_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

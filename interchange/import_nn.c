@@ -9,16 +9,6 @@
 
 #include "tjo.h"
 
-#define FAIL() return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL
-#define NEED(x) do { if (!(x)) FAIL(); } while (0)
-
-static tj_status need_inputs(tjo_importer *im, int lo, int hi) {
-    if (im->n_in < lo || im->n_in > hi)
-        return tjo_node_error(im, TJ_ERR_PARSE, "expected %d to %d inputs, got %d", lo, hi, im->n_in);
-    for (int i = 0; i < lo; i++)
-        if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is required", i);
-    return TJ_OK;
-}
 
 static tjo_val *opt_in(tjo_importer *im, int i) { return tjo_has_input(im, i) ? im->in[i] : NULL; }
 
@@ -26,25 +16,25 @@ static tjo_val *opt_in(tjo_importer *im, int i) { return tjo_has_input(im, i) ? 
 
 static tj_status import_softmax(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     int r = x->type.ndim, ax;
     int64_t axis;
     bool old = im->opset < 13; /* the input seen as 2-D [prod(:axis), prod(axis:)] */
-    if (!tjo_attr_int(im, "axis", old ? 1 : -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", old ? 1 : -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) TJO_FAIL();
     int op = im->node->op_type[0] == 'L' ? TJ_OP_log_softmax : TJ_OP_softmax;
     if (x->type.dtype != TJ_F32 && x->type.dtype != TJ_F64) return tjo_unsupported(im, "a non-float input");
     tjo_val *y = x;
     int64_t flat[2] = {1, 1};
     if (old && r > 0) {
         for (int d = 0; d < r; d++) flat[d >= ax] *= x->type.sizes[d];
-        NEED(y = tjo_reshape(im, x, flat, 2));
+        TJO_NEED(y = tjo_reshape(im, x, flat, 2));
         ax = 1;
     }
     tj_attr a = {.i = ax};
     tjo_val *in[1] = {y};
-    NEED(y = tjo_emit1(im, op, in, 1, &a));
+    TJO_NEED(y = tjo_emit1(im, op, in, 1, &a));
     out[0] = old && r > 0 ? tjo_reshape(im, y, x->type.sizes, r) : y;
     return out[0] ? TJ_OK : tj_last_status();
 }
@@ -52,12 +42,12 @@ static tj_status import_softmax(tjo_importer *im, tjo_val **out, int n_out) {
 /* Hardmax: 1 at the first maximum along axis: argmax, one_hot, the class dim moved back. */
 static tj_status import_hardmax(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     int r = x->type.ndim, ax;
     int64_t axis;
-    if (!tjo_attr_int(im, "axis", im->opset < 13 ? 1 : -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", im->opset < 13 ? 1 : -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) TJO_FAIL();
     if (im->opset < 13 && ax != r - 1)
         return tjo_unsupported(im, "attribute 'axis' %d before opset 13 (a 2-D view of the input)", ax);
     if (r == 0 || (x->type.dtype != TJ_F32 && x->type.dtype != TJ_F64)) return tjo_unsupported(im, "a non-float or 0-dim input");
@@ -79,7 +69,7 @@ static tj_status import_hardmax(tjo_importer *im, tjo_val **out, int n_out) {
  * dim moved to axis, then off and on values. */
 static tj_status import_one_hot(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 3, 3);
+    tj_status st = tjo_need_inputs(im, 3, 3);
     if (st) return st;
     tjo_val *idx = im->in[0], *depth = im->in[1], *values = im->in[2];
     if (idx->type.dtype != TJ_I64) return tjo_unsupported(im, "indices of dtype %s: tjit takes int64",
@@ -96,7 +86,7 @@ static tj_status import_one_hot(tjo_importer *im, tjo_val **out, int n_out) {
     int r = idx->type.ndim + 1, ax;
     int64_t axis;
     if (r > TJ_MAX_DIMS) return tjo_unsupported(im, "the result has %d dims", r);
-    if (!tjo_attr_int(im, "axis", -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax)) TJO_FAIL();
     tjo_val *size = tjo_scalar(im, k, TJ_I64);
     tjo_val *w[3] = {tjo_binary(im, TJ_OP_lt, idx, tjo_scalar(im, 0, TJ_I64)),
                      size ? tjo_binary(im, TJ_OP_add, idx, size) : NULL, idx};
@@ -124,7 +114,7 @@ static tj_status import_one_hot(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_matmul(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     if (im->in[0]->type.dtype == TJ_BOOL) return tjo_unsupported(im, "bool inputs");
     out[0] = tjo_binary(im, TJ_OP_matmul, im->in[0], im->in[1]);
@@ -140,13 +130,13 @@ static tjo_val *scale(tjo_importer *im, tjo_val *x, double s) {
 
 static tj_status import_gemm(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 3);
+    tj_status st = tjo_need_inputs(im, 2, 3);
     if (st) return st;
     int64_t ta, tb;
     double alpha, beta;
     if (!tjo_attr_int(im, "transA", 0, &ta) || !tjo_attr_int(im, "transB", 0, &tb) ||
         !tjo_attr_float(im, "alpha", 1.0, &alpha) || !tjo_attr_float(im, "beta", 1.0, &beta))
-        FAIL();
+        TJO_FAIL();
     tjo_val *a = im->in[0], *b = im->in[1], *c = opt_in(im, 2);
     if (a->type.ndim != 2 || b->type.ndim != 2) return tjo_node_error(im, TJ_ERR_SHAPE, "A and B must be 2-D");
     if (a->type.dtype == TJ_BOOL) return tjo_unsupported(im, "bool inputs");
@@ -241,7 +231,7 @@ static tj_status spatial_dims(tjo_importer *im, const tjo_val *x, int lo, int hi
 static tj_status import_conv(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     bool transposed = im->node->op_type[4] == 'T';
-    tj_status st = need_inputs(im, 2, 3);
+    tj_status st = tjo_need_inputs(im, 2, 3);
     if (st) return st;
     tjo_val *x = im->in[0], *wt = im->in[1], *b = opt_in(im, 2);
     int nd;
@@ -251,7 +241,7 @@ static tj_status import_conv(tjo_importer *im, tjo_val **out, int n_out) {
     window w;
     if (!kernel_of(im, nd, k, false) || !read_window(im, nd, x->type.sizes + 2, k, &w) ||
         !tjo_attr_int(im, "group", 1, &group))
-        FAIL();
+        TJO_FAIL();
     tj_attr a[5];
     tjo_val *in[3] = {x, wt, b};
     if (!transposed) {
@@ -266,12 +256,12 @@ static tj_status import_conv(tjo_importer *im, tjo_val **out, int n_out) {
     int n;
     int64_t op[2] = {0, 0};
     const char *autopad;
-    if (!tjo_attr_str(im, "auto_pad", "NOTSET", &autopad)) FAIL();
+    if (!tjo_attr_str(im, "auto_pad", "NOTSET", &autopad)) TJO_FAIL();
     if (strcmp(autopad, "NOTSET") && strcmp(autopad, "VALID"))
         return tjo_unsupported(im, "attribute 'auto_pad' %s of a transposed convolution", autopad);
-    if (!tjo_attr_ints(im, "output_padding", &v, &n)) FAIL();
+    if (!tjo_attr_ints(im, "output_padding", &v, &n)) TJO_FAIL();
     for (int i = 0; v && i < nd && i < n; i++) op[i] = v[i];
-    if (!tjo_attr_ints(im, "output_shape", &v, &n)) FAIL();
+    if (!tjo_attr_ints(im, "output_shape", &v, &n)) TJO_FAIL();
     if (v) { /* the padding that gives this output size */
         if (n != nd) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'output_shape': %d values", n);
         for (int i = 0; i < nd; i++) {
@@ -293,7 +283,7 @@ static tj_status import_conv(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
     bool is_max = im->node->op_type[0] == 'M';
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     if (n_out > 1 && im->node->output[1][0])
         return tjo_unsupported(im, "output Indices: ONNX's flat indices differ from tjit's");
@@ -305,7 +295,7 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
     if (!kernel_of(im, nd, k, true) || !read_window(im, nd, x->type.sizes + 2, k, &w) ||
         !tjo_attr_int(im, "ceil_mode", 0, &ceil) || !tjo_attr_int(im, "storage_order", 0, &storage) ||
         !tjo_attr_int(im, "count_include_pad", 0, &include))
-        FAIL();
+        TJO_FAIL();
     if (storage) return tjo_unsupported(im, "attribute 'storage_order' 1");
     for (int i = 0; i < nd; i++)
         if (2 * w.p[i] > w.k[i])
@@ -317,7 +307,7 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
         w.k[0] = w.s[0] = w.d[0] = 1, w.p[0] = 0;
         tj_attr u = {.i = two};
         tjo_val *in[1] = {x};
-        if (!(x = tjo_emit1(im, TJ_OP_unsqueeze, in, 1, &u))) FAIL();
+        if (!(x = tjo_emit1(im, TJ_OP_unsqueeze, in, 1, &u))) TJO_FAIL();
     }
     tj_attr a[6];
     a[0].ints.data = w.k, a[0].ints.n = 2;
@@ -344,7 +334,7 @@ static tj_status import_pool(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_global_pool(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     int r = x->type.ndim;
@@ -361,17 +351,17 @@ static tj_status import_global_pool(tjo_importer *im, tjo_val **out, int n_out) 
 /* ---- normalisation ------------------------------------------------------------------------- */
 
 static tj_status import_batch_norm(tjo_importer *im, tjo_val **out, int n_out) {
-    tj_status st = need_inputs(im, 5, 5);
+    tj_status st = tjo_need_inputs(im, 5, 5);
     if (st) return st;
     double eps, momentum;
     int64_t training;
     if (!tjo_attr_float(im, "epsilon", 1e-5, &eps) || !tjo_attr_float(im, "momentum", 0.9, &momentum) ||
         !tjo_attr_int(im, "training_mode", 0, &training))
-        FAIL();
+        TJO_FAIL();
     int64_t is_test, spatial;
     if (!tjo_attr_int(im, "is_test", im->opset < 7 ? 0 : 1, &is_test) ||
         !tjo_attr_int(im, "spatial", 1, &spatial))
-        FAIL();
+        TJO_FAIL();
     if (!spatial) return tjo_unsupported(im, "attribute 'spatial' 0: per-activation statistics");
     if (!is_test) training = 1;
     if (training || n_out > 1)
@@ -384,7 +374,7 @@ static tj_status import_batch_norm(tjo_importer *im, tjo_val **out, int n_out) {
 }
 
 static tj_status import_layer_norm(tjo_importer *im, tjo_val **out, int n_out) {
-    tj_status st = need_inputs(im, 2, 3);
+    tj_status st = tjo_need_inputs(im, 2, 3);
     if (st) return st;
     tjo_val *x = im->in[0], *w = im->in[1], *b = opt_in(im, 2);
     int64_t axis, stash;
@@ -392,7 +382,7 @@ static tj_status import_layer_norm(tjo_importer *im, tjo_val **out, int n_out) {
     double eps;
     if (!tjo_attr_int(im, "axis", -1, &axis) || !tjo_axis(im, axis, r, "axis", &ax) ||
         !tjo_attr_float(im, "epsilon", 1e-5, &eps) || !tjo_attr_int(im, "stash_type", 1, &stash))
-        FAIL();
+        TJO_FAIL();
     if (x->type.dtype != TJ_F32 && x->type.dtype != TJ_F64) return tjo_unsupported(im, "a non-float input");
     if (stash != 1) return tjo_unsupported(im, "attribute 'stash_type' %lld", (long long)stash);
     const int64_t *shape = x->type.sizes + ax;
@@ -405,7 +395,7 @@ static tj_status import_layer_norm(tjo_importer *im, tjo_val **out, int n_out) {
         if (same) continue;
         tj_attr e = {.ints = {shape, nn}};
         tjo_val *in[1] = {*p};
-        NEED(*p = tjo_emit1(im, TJ_OP_expand, in, 1, &e));
+        TJO_NEED(*p = tjo_emit1(im, TJ_OP_expand, in, 1, &e));
     }
     tjo_val *in[3] = {x, w, b};
     tj_attr a[2] = {{.ints = {shape, nn}}, {.f = eps}};
@@ -419,10 +409,10 @@ static tj_status import_layer_norm(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_instance_norm(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 3, 3);
+    tj_status st = tjo_need_inputs(im, 3, 3);
     if (st) return st;
     double eps;
-    if (!tjo_attr_float(im, "epsilon", 1e-5, &eps)) FAIL();
+    if (!tjo_attr_float(im, "epsilon", 1e-5, &eps)) TJO_FAIL();
     tjo_val *x = im->in[0];
     if (x->type.ndim < 3) return tjo_node_error(im, TJ_ERR_SHAPE, "input of rank %d", x->type.ndim);
     tj_attr a[2] = {{.i = x->type.sizes[1]}, {.f = eps}};
@@ -434,18 +424,18 @@ static tj_status import_instance_norm(tjo_importer *im, tjo_val **out, int n_out
 /* ONNX's function: (X - E[X]) / (sqrt(E[X^2] - E[X]^2) + 1e-9). */
 static tj_status import_mvn(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     int64_t def[3] = {0, 2, 3}, axes[TJ_MAX_DIMS];
     const int64_t *v;
     int n;
-    if (!tjo_attr_ints(im, "axes", &v, &n)) FAIL();
+    if (!tjo_attr_ints(im, "axes", &v, &n)) TJO_FAIL();
     if (!v) v = def, n = 3;
     if (n > TJ_MAX_DIMS) return tjo_node_error(im, TJ_ERR_PARSE, "%d axes", n);
     for (int k = 0; k < n; k++) {
         int a;
-        if (!tjo_axis(im, v[k], x->type.ndim, "axes entry", &a)) FAIL();
+        if (!tjo_axis(im, v[k], x->type.ndim, "axes entry", &a)) TJO_FAIL();
         axes[k] = a;
     }
     tj_attr a[2] = {{.ints = {axes, n}}, {.b = true}};
@@ -464,7 +454,7 @@ static tj_status import_mvn(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status reduction_of(tjo_importer *im, const char **red) {
     const char *r;
-    if (!tjo_attr_str(im, "reduction", "mean", &r)) FAIL();
+    if (!tjo_attr_str(im, "reduction", "mean", &r)) TJO_FAIL();
     *red = !strcmp(r, "none") ? "none" : !strcmp(r, "sum") ? "sum" : !strcmp(r, "mean") ? "mean" : NULL;
     if (!*red) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'reduction' \"%s\"", r);
     return TJ_OK;
@@ -472,12 +462,12 @@ static tj_status reduction_of(tjo_importer *im, const char **red) {
 
 static tj_status import_nll(tjo_importer *im, tjo_val **out, int n_out) {
     bool softmax = im->node->op_type[0] == 'S';
-    tj_status st = need_inputs(im, 2, 3);
+    tj_status st = tjo_need_inputs(im, 2, 3);
     if (st) return st;
     const char *red;
     int64_t ignore;
     if ((st = reduction_of(im, &red))) return st;
-    if (!tjo_attr_int(im, "ignore_index", INT64_MIN, &ignore)) FAIL();
+    if (!tjo_attr_int(im, "ignore_index", INT64_MIN, &ignore)) TJO_FAIL();
     tjo_val *x = im->in[0], *target = im->in[1], *w = opt_in(im, 2);
     if (x->type.ndim < 2) return tjo_node_error(im, TJ_ERR_SHAPE, "input of rank %d", x->type.ndim);
     if (target->type.dtype != TJ_I64) return tjo_unsupported(im, "targets of dtype %s: tjit takes int64",
@@ -487,11 +477,11 @@ static tj_status import_nll(tjo_importer *im, tjo_val **out, int n_out) {
     if (softmax) {
         tj_attr a = {.i = 1};
         tjo_val *in[1] = {x};
-        NEED(logp = tjo_emit1(im, TJ_OP_log_softmax, in, 1, &a));
+        TJO_NEED(logp = tjo_emit1(im, TJ_OP_log_softmax, in, 1, &a));
     }
     tj_attr a[2] = {{.s = red}, {.i = ignore}};
     tjo_val *in[3] = {logp, target, w};
-    NEED(out[0] = tjo_emit1(im, TJ_OP_nll_loss, in, 3, a));
+    TJO_NEED(out[0] = tjo_emit1(im, TJ_OP_nll_loss, in, 3, a));
     if (n_out > 1) out[1] = softmax ? logp : NULL;
     return TJ_OK;
 }

@@ -9,22 +9,12 @@
 
 #include "tjo.h"
 
-#define FAIL() return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL
-#define NEED(x) do { if (!(x)) FAIL(); } while (0)
 
 static const char *op_type(tjo_importer *im) { return im->node->op_type; }
 
-static tj_status need_inputs(tjo_importer *im, int lo, int hi) {
-    if (im->n_in < lo || im->n_in > hi)
-        return tjo_node_error(im, TJ_ERR_PARSE, "expected %d to %d inputs, got %d", lo, hi, im->n_in);
-    for (int i = 0; i < lo; i++)
-        if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is required", i);
-    return TJ_OK;
-}
-
 /* The result must keep ONNX's dtype (that of input 0 unless said otherwise). */
 static tj_status keep_dtype(tjo_importer *im, tjo_val *r, int want) {
-    if (!r) FAIL();
+    if (!r) TJO_FAIL();
     if (r->type.dtype != want)
         return tjo_unsupported(im, "tjit computes %s where ONNX gives %s for these inputs",
                                tj_dtype_name((tj_dtype)r->type.dtype),
@@ -68,7 +58,7 @@ static const struct {
 
 static tj_status import_unary(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     for (size_t k = 0; k < sizeof unary_ops / sizeof unary_ops[0]; k++) {
         if (strcmp(unary_ops[k].onnx, op_type(im))) continue;
@@ -113,10 +103,10 @@ static tjo_val *legacy_broadcast(tjo_importer *im, tjo_val *a, tjo_val *b) {
 
 static tj_status import_binary(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     tjo_val *b = legacy_broadcast(im, im->in[0], im->in[1]);
-    if (!b) FAIL();
+    if (!b) TJO_FAIL();
     for (size_t k = 0; k < sizeof binary_ops / sizeof binary_ops[0]; k++) {
         if (strcmp(binary_ops[k].onnx, op_type(im))) continue;
         if (!binary_ops[k].compares && im->in[0]->type.dtype == TJ_BOOL)
@@ -130,7 +120,7 @@ static tj_status import_binary(tjo_importer *im, tjo_val **out, int n_out) {
 /* Max, Min, Sum, Mean: any number of inputs, broadcast together. */
 static tj_status import_variadic(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 64);
+    tj_status st = tjo_need_inputs(im, 1, 64);
     if (st) return st;
     const char *t = op_type(im);
     int op = !strcmp(t, "Max") ? TJ_OP_maximum : !strcmp(t, "Min") ? TJ_OP_minimum : TJ_OP_add;
@@ -138,11 +128,11 @@ static tj_status import_variadic(tjo_importer *im, tjo_val **out, int n_out) {
     if (acc->type.dtype == TJ_BOOL) return tjo_unsupported(im, "bool inputs");
     for (int i = 1; i < im->n_in; i++) {
         if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is empty", i);
-        NEED(acc = tjo_binary(im, op, acc, im->in[i]));
+        TJO_NEED(acc = tjo_binary(im, op, acc, im->in[i]));
     }
     if (!strcmp(t, "Mean")) {
         if ((st = need_float(im, acc))) return st;
-        NEED(acc = scal(im, TJ_OP_div_scalar, acc, (double)im->n_in));
+        TJO_NEED(acc = scal(im, TJ_OP_div_scalar, acc, (double)im->n_in));
     }
     if (acc == im->in[0] && im->n_in == 1) acc = tjo_unary(im, TJ_OP_clone, acc);
     out[0] = acc;
@@ -151,7 +141,7 @@ static tj_status import_variadic(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_where(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 3, 3);
+    tj_status st = tjo_need_inputs(im, 3, 3);
     if (st) return st;
     if (im->in[0]->type.dtype != TJ_BOOL) return tjo_node_error(im, TJ_ERR_PARSE, "condition is not bool");
     tjo_val *in[3] = {im->in[0], im->in[1], im->in[2]};
@@ -162,23 +152,23 @@ static tj_status import_where(tjo_importer *im, tjo_val **out, int n_out) {
 /* Clip: min and max are 0-dim tensors (inputs since opset 11). */
 static tj_status import_clip(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 3);
+    tj_status st = tjo_need_inputs(im, 1, 3);
     if (st) return st;
     tjo_val *x = im->in[0], *lo = tjo_has_input(im, 1) ? im->in[1] : NULL,
             *hi = tjo_has_input(im, 2) ? im->in[2] : NULL;
     if (x->type.dtype == TJ_BOOL) return tjo_unsupported(im, "bool input");
     if (im->opset < 11) { /* min and max were attributes */
         double a, b;
-        if (!tjo_attr_float(im, "min", -INFINITY, &a) || !tjo_attr_float(im, "max", INFINITY, &b)) FAIL();
+        if (!tjo_attr_float(im, "min", -INFINITY, &a) || !tjo_attr_float(im, "max", INFINITY, &b)) TJO_FAIL();
         lo = tjo_attr(im, "min") ? tjo_scalar(im, a, (tj_dtype)x->type.dtype) : NULL;
         hi = tjo_attr(im, "max") ? tjo_scalar(im, b, (tj_dtype)x->type.dtype) : NULL;
-        if ((tjo_attr(im, "min") && !lo) || (tjo_attr(im, "max") && !hi)) FAIL();
+        if ((tjo_attr(im, "min") && !lo) || (tjo_attr(im, "max") && !hi)) TJO_FAIL();
     }
     bool const_bounds = (!lo || (lo->t && !lo->param)) && (!hi || (hi->t && !hi->param));
     if (is_float(x) && const_bounds) {
         double b[2] = {TJ_NONE, TJ_NONE};
-        if (lo && tj_item(lo->t, &b[0]) != TJ_OK) FAIL();
-        if (hi && tj_item(hi->t, &b[1]) != TJ_OK) FAIL();
+        if (lo && tj_item(lo->t, &b[0]) != TJ_OK) TJO_FAIL();
+        if (hi && tj_item(hi->t, &b[1]) != TJ_OK) TJO_FAIL();
         tj_attr a[2] = {{.f = b[0]}, {.f = b[1]}};
         tjo_val *in[1] = {x};
         out[0] = tjo_emit1(im, TJ_OP_clamp, in, 1, a);
@@ -194,7 +184,7 @@ static tj_status import_clip(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_identity(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     out[0] = im->in[0];
     return TJ_OK;
@@ -203,14 +193,14 @@ static tj_status import_identity(tjo_importer *im, tjo_val **out, int n_out) {
 static tj_status import_cast(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     bool like = !strcmp(op_type(im), "CastLike");
-    tj_status st = need_inputs(im, like ? 2 : 1, like ? 2 : 1);
+    tj_status st = tjo_need_inputs(im, like ? 2 : 1, like ? 2 : 1);
     if (st) return st;
     int to;
     if (like) {
         to = im->in[1]->type.dtype;
     } else {
         int64_t t;
-        if (!tjo_attr_int(im, "to", -1, &t)) FAIL();
+        if (!tjo_attr_int(im, "to", -1, &t)) TJO_FAIL();
         if (t < 0) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'to' is required");
         to = tjo_dtype_from_onnx((int)t);
         if (to < 0) return tjo_unsupported(im, "attribute 'to': %s has no tjit dtype", tjo_onnx_dtype_name((int)t));
@@ -244,7 +234,7 @@ static tj_status import_constant(tjo_importer *im, tjo_val **out, int n_out) {
             return tjo_node_error(im, TJ_ERR_PARSE, "attribute '%s' has the wrong type", a->name);
         int64_t n = f ? (int64_t)a->n_floats : (int64_t)a->n_ints;
         t = tjc_alloc(&n, 1, f ? TJ_F32 : TJ_I64);
-        if (!t) FAIL();
+        if (!t) TJO_FAIL();
         if (n) memcpy(tjc_data_ptr(t), f ? (void *)a->floats : (void *)a->ints, (size_t)n * (f ? 4 : 8));
     }
     out[0] = tjo_const_val(im, t);
@@ -253,10 +243,10 @@ static tj_status import_constant(tjo_importer *im, tjo_val **out, int n_out) {
 
 /* Inference: the identity, and a mask of ones. */
 static tj_status import_dropout(tjo_importer *im, tjo_val **out, int n_out) {
-    tj_status st = need_inputs(im, 1, 3);
+    tj_status st = tjo_need_inputs(im, 1, 3);
     if (st) return st;
     int64_t is_test;
-    if (!tjo_attr_int(im, "is_test", im->opset < 7 ? 0 : 1, &is_test)) FAIL();
+    if (!tjo_attr_int(im, "is_test", im->opset < 7 ? 0 : 1, &is_test)) TJO_FAIL();
     if (!is_test) return tjo_unsupported(im, "attribute 'is_test' 0: only inference is supported");
     if (tjo_has_input(im, 2)) {
         const tjo_val *tm = im->in[2];
@@ -268,9 +258,9 @@ static tj_status import_dropout(tjo_importer *im, tjo_val **out, int n_out) {
     if (n_out > 1) {
         const tj_type *t = &im->in[0]->type;
         tj_tensor *mask = tjc_alloc(t->sizes, t->ndim, TJ_BOOL);
-        if (!mask) FAIL();
+        if (!mask) TJO_FAIL();
         memset(tjc_data_ptr(mask), 1, (size_t)tj_numel(mask));
-        if (!(out[1] = tjo_const_val(im, mask))) FAIL();
+        if (!(out[1] = tjo_const_val(im, mask))) TJO_FAIL();
     }
     return TJ_OK;
 }
@@ -285,7 +275,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     const char *t = op_type(im);
     bool prelu = !strcmp(t, "PRelu");
-    tj_status st = need_inputs(im, prelu ? 2 : 1, prelu ? 2 : 1);
+    tj_status st = tjo_need_inputs(im, prelu ? 2 : 1, prelu ? 2 : 1);
     if (st) return st;
     tjo_val *x = im->in[0], *r = NULL;
     if ((st = need_float(im, x))) return st;
@@ -294,7 +284,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
         bool selu = t[0] == 'S';
         if (!tjo_attr_float(im, "alpha", selu ? 1.67326319217681884765625 : 1.0, &alpha) ||
             !tjo_attr_float(im, "gamma", 1.05070102214813232421875, &gamma))
-            FAIL();
+            TJO_FAIL();
         /* clip(x, 0, inf) + (exp(clip(x, -inf, 0)) - 1) * alpha  [* gamma] */
         tjo_val *neg = scal(im, TJ_OP_mul_scalar, scal(im, TJ_OP_sub_scalar, tjo_unary(im, TJ_OP_exp, relu_lo(im, x)), 1.0), alpha);
         tjo_val *pos = tjo_unary(im, TJ_OP_relu, x);
@@ -304,18 +294,18 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
         }
         r = tjo_binary(im, TJ_OP_add, pos, neg);
     } else if (!strcmp(t, "Celu")) {
-        if (!tjo_attr_float(im, "alpha", 1.0, &alpha)) FAIL();
+        if (!tjo_attr_float(im, "alpha", 1.0, &alpha)) TJO_FAIL();
         /* max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) */
         tjo_val *e = scal(im, TJ_OP_sub_scalar, tjo_unary(im, TJ_OP_exp, scal(im, TJ_OP_div_scalar, x, alpha)), 1.0);
         r = tjo_binary(im, TJ_OP_add, tjo_unary(im, TJ_OP_relu, x), relu_lo(im, scal(im, TJ_OP_mul_scalar, e, alpha)));
     } else if (!strcmp(t, "LeakyRelu")) {
-        if (!tjo_attr_float(im, "alpha", 0.01, &alpha)) FAIL();
+        if (!tjo_attr_float(im, "alpha", 0.01, &alpha)) TJO_FAIL();
         r = tjo_binary(im, TJ_OP_add, tjo_unary(im, TJ_OP_relu, x), scal(im, TJ_OP_mul_scalar, relu_lo(im, x), alpha));
     } else if (!strcmp(t, "HardSigmoid") || !strcmp(t, "HardSwish")) {
         bool swish = !strcmp(t, "HardSwish");
         if (swish) alpha = 1.0 / 6, beta = 0.5;
         else if (!tjo_attr_float(im, "alpha", 0.2, &alpha) || !tjo_attr_float(im, "beta", 0.5, &beta))
-            FAIL();
+            TJO_FAIL();
         tj_attr a[2] = {{.f = 0.0}, {.f = 1.0}};
         tjo_val *in[1] = {scal(im, TJ_OP_add_scalar, scal(im, TJ_OP_mul_scalar, x, alpha), beta)};
         r = in[0] ? tjo_emit1(im, TJ_OP_clamp, in, 1, a) : NULL;
@@ -325,7 +315,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
     } else if (!strcmp(t, "Softsign")) {
         r = tjo_binary(im, TJ_OP_div, x, scal(im, TJ_OP_add_scalar, tjo_unary(im, TJ_OP_abs, x), 1.0));
     } else if (!strcmp(t, "ThresholdedRelu")) {
-        if (!tjo_attr_float(im, "alpha", 1.0, &alpha)) FAIL();
+        if (!tjo_attr_float(im, "alpha", 1.0, &alpha)) TJO_FAIL();
         tjo_val *in[3] = {scal(im, TJ_OP_gt_scalar, x, alpha), x, tjo_scalar(im, 0.0, (tj_dtype)x->type.dtype)};
         r = tjo_emit1(im, TJ_OP_where, in, 3, NULL);
     } else if (prelu) {
@@ -339,7 +329,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
         r = tjo_emit1(im, TJ_OP_where, in, 3, NULL);
     } else if (!strcmp(t, "Shrink")) {
         double lambd, bias;
-        if (!tjo_attr_float(im, "lambd", 0.5, &lambd) || !tjo_attr_float(im, "bias", 0.0, &bias)) FAIL();
+        if (!tjo_attr_float(im, "lambd", 0.5, &lambd) || !tjo_attr_float(im, "bias", 0.0, &bias)) TJO_FAIL();
         tjo_val *zero = tjo_scalar(im, 0.0, (tj_dtype)x->type.dtype);
         tjo_val *hi[3] = {scal(im, TJ_OP_gt_scalar, x, lambd), scal(im, TJ_OP_sub_scalar, x, bias), zero};
         tjo_val *in[3] = {scal(im, TJ_OP_lt_scalar, x, -lambd), scal(im, TJ_OP_add_scalar, x, bias),
@@ -356,7 +346,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
 /* IsNaN, IsInf: comparisons giving bool. */
 static tj_status import_isnan_isinf(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     if ((st = need_float(im, x))) return st;
@@ -365,7 +355,7 @@ static tj_status import_isnan_isinf(tjo_importer *im, tjo_val **out, int n_out) 
         return out[0] ? TJ_OK : tj_last_status();
     }
     int64_t pos, neg;
-    if (!tjo_attr_int(im, "detect_positive", 1, &pos) || !tjo_attr_int(im, "detect_negative", 1, &neg)) FAIL();
+    if (!tjo_attr_int(im, "detect_positive", 1, &pos) || !tjo_attr_int(im, "detect_negative", 1, &neg)) TJO_FAIL();
     tjo_val *p = pos ? scal(im, TJ_OP_eq_scalar, x, INFINITY) : NULL;
     tjo_val *n = neg ? scal(im, TJ_OP_eq_scalar, x, -INFINITY) : NULL;
     if (p && n) out[0] = tjo_binary(im, TJ_OP_logical_or, p, n);

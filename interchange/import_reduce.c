@@ -6,7 +6,6 @@
 
 #include "tjo.h"
 
-#define FAIL() return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL
 
 static const struct {
     const char *onnx;
@@ -27,21 +26,21 @@ static tj_status import_reduce(tjo_importer *im, tjo_val **out, int n_out) {
     tjo_val *x = im->in[0];
     int r = x->type.ndim, n = 0;
     int64_t keep, noop, axes[TJ_MAX_DIMS];
-    if (!tjo_attr_int(im, "keepdims", 1, &keep) || !tjo_attr_int(im, "noop_with_empty_axes", 0, &noop)) FAIL();
+    if (!tjo_attr_int(im, "keepdims", 1, &keep) || !tjo_attr_int(im, "noop_with_empty_axes", 0, &noop)) TJO_FAIL();
     const int64_t *attr;
     int na;
-    if (!tjo_attr_ints(im, "axes", &attr, &na)) FAIL();
+    if (!tjo_attr_ints(im, "axes", &attr, &na)) TJO_FAIL();
     if (attr) {
         if (na > TJ_MAX_DIMS) return tjo_node_error(im, TJ_ERR_PARSE, "%d axes", na);
         memcpy(axes, attr, sizeof *attr * (size_t)na);
         n = na;
     } else if (tjo_has_input(im, 1) && !tjo_const_ints(im, 1, "axes", axes, &n, TJ_MAX_DIMS)) {
-        FAIL();
+        TJO_FAIL();
     }
     bool seen[TJ_MAX_DIMS] = {0};
     for (int k = 0; k < n; k++) {
         int a;
-        if (!tjo_axis(im, axes[k], r, "axes entry", &a)) FAIL();
+        if (!tjo_axis(im, axes[k], r, "axes entry", &a)) TJO_FAIL();
         if (seen[a]) return tjo_node_error(im, TJ_ERR_PARSE, "axis %d is repeated", a);
         seen[a] = true;
         axes[k] = a;
@@ -64,7 +63,7 @@ static tj_status import_reduce(tjo_importer *im, tjo_val **out, int n_out) {
     tjo_val *in[1] = {src};
     tjo_val *y = src ? tjo_emit1(im, op, in, 1, a) : NULL;
     if (!strcmp(t, "ReduceLogSum")) y = tjo_unary(im, TJ_OP_log, y);
-    if (!y) FAIL();
+    if (!y) TJO_FAIL();
     if (y->type.dtype != x->type.dtype)
         return tjo_unsupported(im, "tjit computes %s where ONNX gives %s", tj_dtype_name((tj_dtype)y->type.dtype),
                                tj_dtype_name((tj_dtype)x->type.dtype));
@@ -80,7 +79,7 @@ static tj_status import_arg(tjo_importer *im, tjo_val **out, int n_out) {
     int ax;
     if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_attr_int(im, "keepdims", 1, &keep) ||
         !tjo_attr_int(im, "select_last_index", 0, &last) || !tjo_axis(im, axis, x->type.ndim, "axis", &ax))
-        FAIL();
+        TJO_FAIL();
     if (last) return tjo_unsupported(im, "attribute 'select_last_index' 1: tjit's ties give the first index");
     if (x->type.dtype == TJ_BOOL) return tjo_unsupported(im, "bool input");
     int64_t dim = ax;

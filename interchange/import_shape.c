@@ -8,16 +8,6 @@
 
 #include "tjo.h"
 
-#define FAIL() return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL
-#define NEED(x) do { if (!(x)) FAIL(); } while (0)
-
-static tj_status need_inputs(tjo_importer *im, int lo, int hi) {
-    if (im->n_in < lo || im->n_in > hi)
-        return tjo_node_error(im, TJ_ERR_PARSE, "expected %d to %d inputs, got %d", lo, hi, im->n_in);
-    for (int i = 0; i < lo; i++)
-        if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is required", i);
-    return TJ_OK;
-}
 
 static int rank(const tjo_val *v) { return v->type.ndim; }
 
@@ -48,13 +38,13 @@ static bool axes_of(tjo_importer *im, int input, int64_t *axes, int *n, bool *gi
 
 static tj_status import_reshape(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     int64_t shape[TJ_MAX_DIMS], allowzero;
     int n;
     if (!tjo_attr_int(im, "allowzero", 0, &allowzero) ||
         !tjo_const_ints(im, 1, "shape", shape, &n, TJ_MAX_DIMS))
-        FAIL();
+        TJO_FAIL();
     const tj_type *t = &im->in[0]->type;
     int64_t numel = 1, known = 1;
     int infer = -1;
@@ -74,7 +64,7 @@ static tj_status import_reshape(tjo_importer *im, tjo_val **out, int n_out) {
         }
     }
     if (infer >= 0) shape[infer] = known ? numel / known : 0;
-    if (!tjo_check_sizes(im, shape, n, "shape")) FAIL();
+    if (!tjo_check_sizes(im, shape, n, "shape")) TJO_FAIL();
     out[0] = tjo_reshape(im, im->in[0], shape, n);
     if (out[0] == im->in[0]) out[0] = tjo_unary(im, TJ_OP_clone, out[0]);
     return out[0] ? TJ_OK : tj_last_status();
@@ -82,13 +72,13 @@ static tj_status import_reshape(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_flatten(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     int64_t axis;
     int r = rank(im->in[0]), ax;
-    if (!tjo_attr_int(im, "axis", 1, &axis)) FAIL();
+    if (!tjo_attr_int(im, "axis", 1, &axis)) TJO_FAIL();
     if (axis == r) ax = r;
-    else if (!tjo_axis(im, axis, r, "axis", &ax)) FAIL();
+    else if (!tjo_axis(im, axis, r, "axis", &ax)) TJO_FAIL();
     int64_t sizes[2] = {1, 1};
     for (int d = 0; d < r; d++) sizes[d < ax] *= im->in[0]->type.sizes[d];
     int64_t outer = sizes[1], inner = sizes[0];
@@ -108,12 +98,12 @@ static tj_status import_flatten(tjo_importer *im, tjo_val **out, int n_out) {
 static tj_status import_squeeze(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     bool unsq = im->node->op_type[0] == 'U';
-    tj_status st = need_inputs(im, 1, 2);
+    tj_status st = tjo_need_inputs(im, 1, 2);
     if (st) return st;
     int64_t axes[TJ_MAX_DIMS];
     int n;
     bool given;
-    if (!axes_of(im, 1, axes, &n, &given)) FAIL();
+    if (!axes_of(im, 1, axes, &n, &given)) TJO_FAIL();
     tjo_val *x = im->in[0];
     int r = rank(x), out_rank = unsq ? r + n : r;
     bool pick[TJ_MAX_DIMS + 1] = {0};
@@ -121,7 +111,7 @@ static tj_status import_squeeze(tjo_importer *im, tjo_val **out, int n_out) {
     if (out_rank > TJ_MAX_DIMS) return tjo_unsupported(im, "the result has %d dims", out_rank);
     for (int k = 0; k < n; k++) {
         int a;
-        if (!tjo_axis(im, axes[k], out_rank, "axes entry", &a)) FAIL();
+        if (!tjo_axis(im, axes[k], out_rank, "axes entry", &a)) TJO_FAIL();
         if (pick[a]) return tjo_node_error(im, TJ_ERR_PARSE, "axis %d is repeated", a);
         if (!unsq && x->type.sizes[a] != 1)
             return tjo_node_error(im, TJ_ERR_SHAPE, "axis %d has size %lld, not 1", a,
@@ -136,14 +126,14 @@ static tj_status import_squeeze(tjo_importer *im, tjo_val **out, int n_out) {
             if (!pick[d]) continue;
             tj_attr a = {.i = d};
             tjo_val *in[1] = {y};
-            NEED(y = tjo_emit1(im, TJ_OP_unsqueeze, in, 1, &a));
+            TJO_NEED(y = tjo_emit1(im, TJ_OP_unsqueeze, in, 1, &a));
         }
     } else {
         for (int d = r - 1; d >= 0; d--) {
             if (!pick[d]) continue;
             tj_attr a = {.i = d};
             tjo_val *in[1] = {y};
-            NEED(y = tjo_emit1(im, TJ_OP_squeeze_dim, in, 1, &a));
+            TJO_NEED(y = tjo_emit1(im, TJ_OP_squeeze_dim, in, 1, &a));
         }
     }
     out[0] = y == x ? tjo_unary(im, TJ_OP_clone, x) : y;
@@ -152,12 +142,12 @@ static tj_status import_squeeze(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_transpose(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     const int64_t *p;
     int n, r = rank(im->in[0]);
     int64_t perm[TJ_MAX_DIMS];
-    if (!tjo_attr_ints(im, "perm", &p, &n)) FAIL();
+    if (!tjo_attr_ints(im, "perm", &p, &n)) TJO_FAIL();
     if (p && n != r) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'perm': %d entries for rank %d", n, r);
     int moved[2], n_moved = 0;
     for (int d = 0; d < r; d++) {
@@ -177,13 +167,13 @@ static tj_status import_transpose(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_concat(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 64);
+    tj_status st = tjo_need_inputs(im, 1, 64);
     if (st) return st;
     int64_t axis;
     int ax;
-    if (!tjo_attr_int(im, "axis", INT64_MIN, &axis)) FAIL();
+    if (!tjo_attr_int(im, "axis", INT64_MIN, &axis)) TJO_FAIL();
     if (axis == INT64_MIN) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'axis' is required");
-    if (!tjo_axis(im, axis, rank(im->in[0]), "axis", &ax)) FAIL();
+    if (!tjo_axis(im, axis, rank(im->in[0]), "axis", &ax)) TJO_FAIL();
     for (int i = 0; i < im->n_in; i++)
         if (!im->in[i]) return tjo_node_error(im, TJ_ERR_PARSE, "input[%d] is empty", i);
     tj_attr a = {.i = ax};
@@ -192,19 +182,19 @@ static tj_status import_concat(tjo_importer *im, tjo_val **out, int n_out) {
 }
 
 static tj_status import_split(tjo_importer *im, tjo_val **out, int n_out) {
-    tj_status st = need_inputs(im, 1, 2);
+    tj_status st = tjo_need_inputs(im, 1, 2);
     if (st) return st;
     int64_t axis, sizes[64];
     int ax, n = 0;
-    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(im->in[0]), "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(im->in[0]), "axis", &ax)) TJO_FAIL();
     const int64_t *attr;
-    if (!tjo_attr_ints(im, "split", &attr, &n)) FAIL();
+    if (!tjo_attr_ints(im, "split", &attr, &n)) TJO_FAIL();
     int64_t dim = im->in[0]->type.sizes[ax];
     if (attr) {
         if (n > 64) return tjo_unsupported(im, "%d pieces", n);
         memcpy(sizes, attr, sizeof *attr * (size_t)n);
     } else if (tjo_has_input(im, 1)) {
-        if (!tjo_const_ints(im, 1, "split", sizes, &n, 64)) FAIL();
+        if (!tjo_const_ints(im, 1, "split", sizes, &n, 64)) TJO_FAIL();
     } else {
         if (dim % n_out) return tjo_node_error(im, TJ_ERR_SHAPE, "%lld does not split into %d equal parts", (long long)dim, n_out);
         n = n_out;
@@ -234,7 +224,7 @@ static tj_status import_slice_attrs(tjo_importer *im, tjo_val **out) {
     int ns, ne, na;
     if (!tjo_attr_ints(im, "starts", &s, &ns) || !tjo_attr_ints(im, "ends", &e, &ne) ||
         !tjo_attr_ints(im, "axes", &a, &na))
-        FAIL();
+        TJO_FAIL();
     if (ns != ne || (a && na != ns) || ns > TJ_MAX_DIMS)
         return tjo_node_error(im, TJ_ERR_PARSE, "starts, ends and axes differ in length");
     int64_t axes[TJ_MAX_DIMS], steps[TJ_MAX_DIMS];
@@ -244,19 +234,19 @@ static tj_status import_slice_attrs(tjo_importer *im, tjo_val **out) {
 
 static tj_status import_slice(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = im->opset < 10 ? TJ_OK : need_inputs(im, 3, 5);
+    tj_status st = im->opset < 10 ? TJ_OK : tjo_need_inputs(im, 3, 5);
     if (st) return st;
     int64_t starts[TJ_MAX_DIMS], ends[TJ_MAX_DIMS], axes[TJ_MAX_DIMS], steps[TJ_MAX_DIMS];
     int ns, ne, na, nst;
     if (im->opset < 10) return import_slice_attrs(im, out);
     if (!tjo_const_ints(im, 1, "starts", starts, &ns, TJ_MAX_DIMS) ||
         !tjo_const_ints(im, 2, "ends", ends, &ne, TJ_MAX_DIMS))
-        FAIL();
+        TJO_FAIL();
     if (ns != ne) return tjo_node_error(im, TJ_ERR_PARSE, "%d starts and %d ends", ns, ne);
     na = nst = ns;
     for (int k = 0; k < ns; k++) axes[k] = k, steps[k] = 1;
-    if (tjo_has_input(im, 3) && !tjo_const_ints(im, 3, "axes", axes, &na, TJ_MAX_DIMS)) FAIL();
-    if (tjo_has_input(im, 4) && !tjo_const_ints(im, 4, "steps", steps, &nst, TJ_MAX_DIMS)) FAIL();
+    if (tjo_has_input(im, 3) && !tjo_const_ints(im, 3, "axes", axes, &na, TJ_MAX_DIMS)) TJO_FAIL();
+    if (tjo_has_input(im, 4) && !tjo_const_ints(im, 4, "steps", steps, &nst, TJ_MAX_DIMS)) TJO_FAIL();
     if (na != ns || nst != ns) return tjo_node_error(im, TJ_ERR_PARSE, "starts, ends, axes and steps differ in length");
     return slice_along(im, out, starts, ends, axes, steps, ns);
 }
@@ -267,7 +257,7 @@ static tj_status slice_along(tjo_importer *im, tjo_val **out, const int64_t *sta
     int r = rank(y);
     for (int k = 0; k < ns; k++) {
         int ax;
-        if (!tjo_axis(im, axes[k], r, "axes entry", &ax)) FAIL();
+        if (!tjo_axis(im, axes[k], r, "axes entry", &ax)) TJO_FAIL();
         if (steps[k] <= 0) return tjo_unsupported(im, "steps[%d] is %lld: tjit slices forward only", k, (long long)steps[k]);
         int64_t dim = im->in[0]->type.sizes[ax], s = starts[k], e = ends[k];
         s = s < 0 ? (s < -dim ? 0 : s + dim) : (s > dim ? dim : s);
@@ -275,7 +265,7 @@ static tj_status slice_along(tjo_importer *im, tjo_val **out, const int64_t *sta
         if (e < s) e = s;
         tj_attr a[4] = {{.i = ax}, {.i = s}, {.i = e}, {.i = steps[k]}};
         tjo_val *in[1] = {y};
-        NEED(y = tjo_emit1(im, TJ_OP_slice, in, 1, a));
+        TJO_NEED(y = tjo_emit1(im, TJ_OP_slice, in, 1, a));
     }
     out[0] = y == im->in[0] ? tjo_unary(im, TJ_OP_clone, y) : y;
     return out[0] ? TJ_OK : tj_last_status();
@@ -283,11 +273,11 @@ static tj_status slice_along(tjo_importer *im, tjo_val **out, const int64_t *sta
 
 static tj_status import_expand(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     int64_t shape[TJ_MAX_DIMS], res[TJ_MAX_DIMS];
     int n;
-    if (!tjo_const_ints(im, 1, "shape", shape, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, shape, n, "shape")) FAIL();
+    if (!tjo_const_ints(im, 1, "shape", shape, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, shape, n, "shape")) TJO_FAIL();
     const tj_type *t = &im->in[0]->type;
     int r = n > t->ndim ? n : t->ndim;
     for (int d = 0; d < r; d++) { /* bidirectional broadcasting */
@@ -297,7 +287,7 @@ static tj_status import_expand(tjo_importer *im, tjo_val **out, int n_out) {
             return tjo_node_error(im, TJ_ERR_SHAPE, "input dim %lld does not broadcast to %lld", (long long)a, (long long)b);
         res[d] = a == 1 ? b : a;
     }
-    if (!tjo_check_sizes(im, res, r, "the expanded sizes")) FAIL();
+    if (!tjo_check_sizes(im, res, r, "the expanded sizes")) TJO_FAIL();
     tj_attr a = {.ints = {res, r}};
     tjo_val *in[1] = {im->in[0]};
     out[0] = tjo_emit1(im, TJ_OP_expand, in, 1, &a);
@@ -307,11 +297,11 @@ static tj_status import_expand(tjo_importer *im, tjo_val **out, int n_out) {
 /* Tile: [d0, d1] by [r0, r1] is [1, d0, 1, d1] expanded to [r0, d0, r1, d1], flattened pairwise. */
 static tj_status import_tile(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     int64_t reps[TJ_MAX_DIMS], inter[2 * TJ_MAX_DIMS], big[2 * TJ_MAX_DIMS], fin[TJ_MAX_DIMS];
     int n, r = rank(im->in[0]);
-    if (!tjo_const_ints(im, 1, "repeats", reps, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, reps, n, "repeats")) FAIL();
+    if (!tjo_const_ints(im, 1, "repeats", reps, &n, TJ_MAX_DIMS) || !tjo_check_sizes(im, reps, n, "repeats")) TJO_FAIL();
     if (n != r) return tjo_node_error(im, TJ_ERR_PARSE, "%d repeats for rank %d", n, r);
     if (2 * r > TJ_MAX_DIMS) return tjo_unsupported(im, "rank %d: tiling needs twice as many dims", r);
     for (int d = 0; d < r; d++) {
@@ -320,7 +310,7 @@ static tj_status import_tile(tjo_importer *im, tjo_val **out, int n_out) {
         big[2 * d] = reps[d], big[2 * d + 1] = inter[2 * d + 1];
         fin[d] = reps[d] * inter[2 * d + 1];
     }
-    if (!tjo_check_sizes(im, fin, r, "the tiled sizes")) FAIL();
+    if (!tjo_check_sizes(im, fin, r, "the tiled sizes")) TJO_FAIL();
     tjo_val *y = tjo_reshape(im, im->in[0], inter, 2 * r);
     tj_attr a = {.ints = {big, 2 * r}};
     tjo_val *in[1] = {y};
@@ -331,19 +321,19 @@ static tj_status import_tile(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_shape(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     const tj_type *t = &im->in[0]->type;
     bool size = im->node->op_type[1] == 'i';
     int64_t start, end;
-    if (!tjo_attr_int(im, "start", 0, &start) || !tjo_attr_int(im, "end", t->ndim, &end)) FAIL();
+    if (!tjo_attr_int(im, "start", 0, &start) || !tjo_attr_int(im, "end", t->ndim, &end)) TJO_FAIL();
     if (start < 0) start += t->ndim;
     if (end < 0) end += t->ndim;
     start = start < 0 ? 0 : start > t->ndim ? t->ndim : start;
     end = end < start ? start : end > t->ndim ? t->ndim : end;
     int64_t n = size ? 1 : end - start;
     tj_tensor *c = tjc_alloc(&n, size ? 0 : 1, TJ_I64);
-    if (!c) FAIL();
+    if (!c) TJO_FAIL();
     int64_t *p = (int64_t *)tjc_data_ptr(c);
     if (size) {
         *p = 1;
@@ -357,11 +347,11 @@ static tj_status import_shape(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tj_status import_constant_of_shape(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     int64_t shape[TJ_MAX_DIMS];
     int n;
-    if (!tjo_const_ints(im, 0, "input", shape, &n, TJ_MAX_DIMS)) FAIL();
+    if (!tjo_const_ints(im, 0, "input", shape, &n, TJ_MAX_DIMS)) TJO_FAIL();
     const Onnx__AttributeProto *va = tjo_attr(im, "value");
     tj_tensor *v = NULL;
     if (va) {
@@ -382,7 +372,7 @@ static tj_status import_constant_of_shape(tjo_importer *im, tjo_val **out, int n
     tj_tensor *c = tjc_alloc(shape, n, dt);
     if (!c) {
         tj_release(v);
-        FAIL();
+        TJO_FAIL();
     }
     size_t es = tj_dtype_size(dt);
     char *p = tjc_data_ptr(c);
@@ -408,12 +398,12 @@ static tjo_val *wrap_indices(tjo_importer *im, tjo_val *idx, int64_t size) {
 
 static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 2, 2);
+    tj_status st = tjo_need_inputs(im, 2, 2);
     if (st) return st;
     int64_t axis;
     int ax;
     tjo_val *x = im->in[0], *idx = im->in[1];
-    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(x), "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(x), "axis", &ax)) TJO_FAIL();
     if (rank(x) == 0) return tjo_node_error(im, TJ_ERR_SHAPE, "data is 0-dim");
     int r = rank(x) - 1 + rank(idx);
     if (r > TJ_MAX_DIMS) return tjo_unsupported(im, "the result has %d dims", r);
@@ -427,7 +417,7 @@ static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
         out[0] = tjo_emit1(im, TJ_OP_select, in, 1, a);
         return out[0] ? TJ_OK : tj_last_status();
     }
-    NEED(idx = wrap_indices(im, idx, x->type.sizes[ax]));
+    TJO_NEED(idx = wrap_indices(im, idx, x->type.sizes[ax]));
     int64_t flat = 1, sizes[TJ_MAX_DIMS];
     for (int d = 0; d < rank(idx); d++) flat *= idx->type.sizes[d];
     tjo_val *i1 = tjo_reshape(im, idx, &flat, 1);
@@ -438,7 +428,7 @@ static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
     for (int d = 0; d < ax; d++) sizes[k++] = x->type.sizes[d];
     for (int d = 0; d < rank(idx); d++) sizes[k++] = idx->type.sizes[d];
     for (int d = ax + 1; d < rank(x); d++) sizes[k++] = x->type.sizes[d];
-    if (!tjo_check_sizes(im, sizes, k, "the gathered sizes")) FAIL();
+    if (!tjo_check_sizes(im, sizes, k, "the gathered sizes")) TJO_FAIL();
     out[0] = tjo_reshape(im, sel, sizes, k);
     return out[0] ? TJ_OK : tj_last_status();
 }
@@ -446,19 +436,19 @@ static tj_status import_gather(tjo_importer *im, tjo_val **out, int n_out) {
 static tj_status import_gather_elements(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     bool scatter = im->node->op_type[0] == 'S';
-    tj_status st = need_inputs(im, scatter ? 3 : 2, scatter ? 3 : 2);
+    tj_status st = tjo_need_inputs(im, scatter ? 3 : 2, scatter ? 3 : 2);
     if (st) return st;
     int64_t axis;
     int ax;
     tjo_val *x = im->in[0], *idx = im->in[1];
-    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(x), "axis", &ax)) FAIL();
+    if (!tjo_attr_int(im, "axis", 0, &axis) || !tjo_axis(im, axis, rank(x), "axis", &ax)) TJO_FAIL();
     if (scatter) {
         const char *red;
-        if (!tjo_attr_str(im, "reduction", "none", &red)) FAIL();
+        if (!tjo_attr_str(im, "reduction", "none", &red)) TJO_FAIL();
         if (strcmp(red, "add"))
             return tjo_unsupported(im, "attribute 'reduction' \"%s\": tjit scatters only with add", red);
     }
-    NEED(idx = wrap_indices(im, idx, x->type.sizes[ax]));
+    TJO_NEED(idx = wrap_indices(im, idx, x->type.sizes[ax]));
     tj_attr a = {.i = ax};
     tjo_val *in[3] = {x, idx, scatter ? im->in[2] : NULL};
     out[0] = tjo_emit1(im, scatter ? TJ_OP_scatter_add : TJ_OP_gather, in, scatter ? 3 : 2, &a);
@@ -469,13 +459,13 @@ static tj_status import_gather_elements(tjo_importer *im, tjo_val **out, int n_o
 static tj_status import_depth_space(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
     bool to_space = im->node->op_type[0] == 'D';
-    tj_status st = need_inputs(im, 1, 1);
+    tj_status st = tjo_need_inputs(im, 1, 1);
     if (st) return st;
     tjo_val *x = im->in[0];
     if (rank(x) != 4) return tjo_node_error(im, TJ_ERR_SHAPE, "input of rank %d, expected 4", rank(x));
     int64_t bs;
     const char *mode;
-    if (!tjo_attr_int(im, "blocksize", 0, &bs) || !tjo_attr_str(im, "mode", "DCR", &mode)) FAIL();
+    if (!tjo_attr_int(im, "blocksize", 0, &bs) || !tjo_attr_str(im, "mode", "DCR", &mode)) TJO_FAIL();
     const int64_t *s = x->type.sizes;
     int64_t b = s[0], c = s[1], h = s[2], w = s[3];
     if (bs <= 0 || (to_space ? c % (bs * bs) : (h % bs || w % bs)))
@@ -506,10 +496,10 @@ static tj_status import_depth_space(tjo_importer *im, tjo_val **out, int n_out) 
  * concatenated before and after along each padded axis. */
 static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
     (void)n_out;
-    tj_status st = need_inputs(im, 1, 3);
+    tj_status st = tjo_need_inputs(im, 1, 3);
     if (st) return st;
     const char *mode;
-    if (!tjo_attr_str(im, "mode", "constant", &mode)) FAIL();
+    if (!tjo_attr_str(im, "mode", "constant", &mode)) TJO_FAIL();
     if (strcmp(mode, "constant")) return tjo_unsupported(im, "attribute 'mode' \"%s\": tjit pads with a constant only", mode);
     tjo_val *x = im->in[0];
     int r = rank(x), n;
@@ -517,11 +507,11 @@ static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
     double value = 0;
     if (im->opset < 11) {
         const int64_t *p;
-        if (!tjo_attr_ints(im, "pads", &p, &n) || !tjo_attr_float(im, "value", 0.0, &value)) FAIL();
+        if (!tjo_attr_ints(im, "pads", &p, &n) || !tjo_attr_float(im, "value", 0.0, &value)) TJO_FAIL();
         if (!p || n > 2 * TJ_MAX_DIMS) return tjo_node_error(im, TJ_ERR_PARSE, "attribute 'pads' is required");
         memcpy(pads, p, sizeof *p * (size_t)n);
     } else {
-        if (!tjo_const_ints(im, 1, "pads", pads, &n, 2 * TJ_MAX_DIMS)) FAIL();
+        if (!tjo_const_ints(im, 1, "pads", pads, &n, 2 * TJ_MAX_DIMS)) TJO_FAIL();
         if (tjo_has_input(im, 2)) {
             const tjo_val *c = im->in[2];
             if (!c->t || c->param) return tjo_unsupported(im, "input[2] (constant_value) is computed at run time");
@@ -539,7 +529,7 @@ static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
             int64_t s = before < 0 ? -before : 0, e = after < 0 ? size + after : size;
             tj_attr a[4] = {{.i = d}, {.i = s}, {.i = e}, {.i = 1}};
             tjo_val *in[1] = {y};
-            if (!(y = tjo_emit1(im, TJ_OP_slice, in, 1, a))) FAIL();
+            if (!(y = tjo_emit1(im, TJ_OP_slice, in, 1, a))) TJO_FAIL();
         }
         tjo_val *parts[3];
         int k = 0;
@@ -555,7 +545,7 @@ static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
             if (!tjo_check_sizes(im, sizes, r, "the padding") || tjc_numel(sizes, r) > TJO_MAX_FOLD)
                 return tjo_unsupported(im, "padding blocks of more than 2^24 elements");
             tj_tensor *fill = tjc_alloc(sizes, r, (tj_dtype)y->type.dtype);
-            if (!fill) FAIL();
+            if (!fill) TJO_FAIL();
             for (int64_t i = 0; i < tj_numel(fill); i++) {
                 char *p = tjc_data_ptr(fill);
                 switch ((tj_dtype)y->type.dtype) {
@@ -566,13 +556,13 @@ static tj_status import_pad(tjo_importer *im, tjo_val **out, int n_out) {
                 }
             }
             tjo_val *c = tjo_const_val(im, fill);
-            if (!c) FAIL();
+            if (!c) TJO_FAIL();
             if (side == 0) parts[k++] = c, parts[k++] = y;
             else parts[k++] = c;
         }
         if (k > 1) {
             tj_attr a = {.i = d};
-            if (!(y = tjo_emit1(im, TJ_OP_cat, parts, k, &a))) FAIL();
+            if (!(y = tjo_emit1(im, TJ_OP_cat, parts, k, &a))) TJO_FAIL();
         }
     }
     out[0] = y == x ? tjo_unary(im, TJ_OP_clone, x) : y;

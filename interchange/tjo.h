@@ -86,6 +86,11 @@ typedef struct tjo_importer {
 tj_status tjo_node_error(tjo_importer *im, tj_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 tj_status tjo_unsupported(tjo_importer *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An error unless the node has lo to hi inputs, the first lo of them present. */
+tj_status tjo_need_inputs(tjo_importer *im, int lo, int hi);
+/* In an op's importer: return the pending error; and return it unless x. */
+#define TJO_FAIL() return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL
+#define TJO_NEED(x) do { if (!(x)) TJO_FAIL(); } while (0)
 
 tjo_val *tjo_val_new(tjo_importer *im, const char *name);
 /* A known tensor as a value (takes the reference). */

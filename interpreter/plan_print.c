@@ -1,41 +1,13 @@
 /* plan_print.c — a plan's memory as text (`tjit dump MODEL --plan`), and the
  * figures of tj_program_plan_stats. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "program.h"
+#include "text.h"
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0 || !t->s) return;
-    if (t->n + (size_t)k + 1 > t->cap) {
-        size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = tjc_realloc(t->s, cap);
-        if (!s) {
-            tjc_free(t->s);
-            t->s = NULL;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
-    va_end(ap);
-    t->n += (size_t)k;
-}
 
 /* The graph value of value number v. */
 static tj_value *value_of(const tji_plan *P, const tj_graph *g, int v, const int *instr_of) {
@@ -45,32 +17,30 @@ static tj_value *value_of(const tji_plan *P, const tj_graph *g, int v, const int
                           P->instr_out_at[k]);
 }
 
-static void value_name(text *t, tj_value *v) {
+static void value_name(tji_text *t, tj_value *v) {
     const char *name = tj_value_name(v);
-    if (name) put(t, "%%%s", name);
-    else put(t, "%%%d", tj_value_id(v));
+    if (name) tji_put(t, "%%%s", name);
+    else tji_put(t, "%%%d", tj_value_id(v));
 }
 
 static const char *device_name(char *buf, size_t n, tj_device d) {
     return d.type == TJ_CPU ? "cpu" : tj_device_to_string(d, buf, n) ? buf : "?";
 }
 
-static void put_bytes_line(text *t, const tji_plan *P) {
+static void put_bytes_line(tji_text *t, const tji_plan *P) {
     char dev[32];
     for (int a = 0; a < P->n_arenas; a++)
-        put(t, "arena %s: %lld bytes\n", device_name(dev, sizeof dev, P->arena_device[a]),
+        tji_put(t, "arena %s: %lld bytes\n", device_name(dev, sizeof dev, P->arena_device[a]),
             (long long)P->arena_bytes[a]);
     double pct = P->intermediate_bytes ? 100.0 * (double)P->peak_live_bytes /
                                              (double)P->intermediate_bytes : 0.0;
-    put(t, "intermediates: %lld bytes in all; peak live %lld bytes (%.1f%% of all)\n",
+    tji_put(t, "intermediates: %lld bytes in all; peak live %lld bytes (%.1f%% of all)\n",
         (long long)P->intermediate_bytes, (long long)P->peak_live_bytes, pct);
-    put(t, "outputs: %lld bytes allocated per replay\n", (long long)P->external_bytes);
+    tji_put(t, "outputs: %lld bytes allocated per replay\n", (long long)P->external_bytes);
 }
 
 char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
-    text t = {tjc_malloc(256), 0, 256};
-    if (!t.s) return NULL;
-    t.s[0] = '\0';
+    tji_text t = {0};
     int n_out_values = P->n_values - P->code->n_inputs;
     int *instr_of = tjc_calloc((size_t)(n_out_values ? n_out_values : 1), sizeof(int));
     int *start = tjc_calloc((size_t)P->n_buffers + 2, sizeof(int));
@@ -79,8 +49,7 @@ char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
         tjc_free(instr_of);
         tjc_free(start);
         tjc_free(values);
-        tjc_free(t.s);
-        return NULL;
+        return tjc_error(TJ_ERR_MEMORY, "planning dump: out of memory"), NULL;
     }
     for (int k = 0; k < P->code->n_instrs; k++)
         for (int j = 0; j < P->code->instrs[k].n_out; j++) instr_of[P->instr_out_at[k] + j] = k;
@@ -108,31 +77,31 @@ char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
     }
     int placed = 0;
     for (int b = 0; b < P->n_buffers; b++) placed += !P->buffers[b].external && P->buffers[b].bytes >= 0;
-    put(&t, "plan: %d steps for %d instructions; %d buffers in the arena (%d results written "
+    tji_put(&t, "plan: %d steps for %d instructions; %d buffers in the arena (%d results written "
         "over their dead input), %d values that are views or in-place results\n",
         P->n_steps, P->code->n_instrs, placed, P->n_reused, views);
     put_bytes_line(&t, P);
-    put(&t, "%10s %10s %13s  values\n", "offset", "bytes", "live");
+    tji_put(&t, "%10s %10s %13s  values\n", "offset", "bytes", "live");
     for (int pass = 0; pass < 2; pass++) {
-        if (pass) put(&t, "outputs (their own storage at every replay):\n");
+        if (pass) tji_put(&t, "outputs (their own storage at every replay):\n");
         for (int b = 0; b < P->n_buffers; b++) {
             const tji_buffer *B = &P->buffers[b];
             if (B->bytes < 0 || B->external != (pass == 1)) continue;
             char range[32];
             snprintf(range, sizeof range, "%d..%d", B->first, B->last);
-            if (pass) put(&t, "%10s %10lld %13s  ", "-", (long long)B->bytes, range);
-            else put(&t, "%10lld %10lld %13s  ", (long long)B->offset, (long long)B->bytes, range);
+            if (pass) tji_put(&t, "%10s %10lld %13s  ", "-", (long long)B->bytes, range);
+            else tji_put(&t, "%10lld %10lld %13s  ", (long long)B->offset, (long long)B->bytes, range);
             for (int i = start[b]; i < start[b + 1]; i++) {
-                if (i > start[b]) put(&t, ", ");
+                if (i > start[b]) tji_put(&t, ", ");
                 value_name(&t, value_of(P, g, values[i], instr_of));
             }
-            put(&t, "\n");
+            tji_put(&t, "\n");
         }
     }
     tjc_free(instr_of);
     tjc_free(start);
     tjc_free(values);
-    return t.s;
+    return tji_text_finish(&t);
 }
 
 static void fill_stats(const tj_program *p, tj_plan_stats *out) {
@@ -166,25 +135,23 @@ tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out) {
     return TJ_OK;
 }
 
-static void put_program(text *t, const tj_program *p, const char *title) {
-    put(t, "%s", title);
+static void put_program(tji_text *t, const tj_program *p, const char *title) {
+    tji_put(t, "%s", title);
     if (atomic_load(&p->n_plans) == 0) {
         tj_plan_stats st;
         fill_stats(p, &st);
-        put(t, "no plan: replay runs op by op (%s)\n", st.plan_error);
+        tji_put(t, "no plan: replay runs op by op (%s)\n", st.plan_error);
         return;
     }
     char *s = tji_plan_to_string(p->plans[0], p->graph);
-    put(t, "%s", s ? s : "(out of memory)\n");
+    tji_put(t, "%s", s ? s : "(out of memory)\n");
     tjc_free(s);
 }
 
 char *tj_program_plan_to_string(const tj_program *p) {
     if (!p) return tjc_error(TJ_ERR_ARG, "tj_program_plan_to_string: program is NULL"), NULL;
-    text t = {tjc_malloc(256), 0, 256};
-    if (!t.s) return NULL;
-    t.s[0] = '\0';
+    tji_text t = {0};
     put_program(&t, p, p->backward ? "# forward\n" : "");
     if (p->backward) put_program(&t, p->backward, "# backward\n");
-    return t.s;
+    return tji_text_finish(&t);
 }

@@ -2,7 +2,6 @@
  * tj_profile_report (rows grouped by op and by fusion kernel) and as a
  * Chrome trace-event file (tj_profile_write_trace). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "core/alloc.h"
 #include "profile.h"
 #include "program.h"
+#include "text.h"
 
 enum { LABEL = 256, NAME_WIDTH = 60 };
 
@@ -87,34 +87,6 @@ static tj_status collect(tji_profile *p, phase_rows *out) {
     return TJ_OK;
 }
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-    bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0 || t->failed) return;
-    if (t->n + (size_t)k + 1 > t->cap) {
-        size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = tjc_realloc(t->s, cap);
-        if (!s) {
-            t->failed = true;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
-    va_end(ap);
-    t->n += (size_t)k;
-}
 
 /* A figure, or "-" when it is not known. */
 static const char *figure(char *buf, size_t n, double v, const char *fmt) {
@@ -123,7 +95,7 @@ static const char *figure(char *buf, size_t n, double v, const char *fmt) {
     return buf;
 }
 
-static void put_row(text *t, int width, const char *label, const char *backend, int instrs,
+static void put_row(tji_text *t, int width, const char *label, const char *backend, int instrs,
                     int64_t calls, int64_t ns, double share, double bytes, double flops, bool is_total) {
     char name[LABEL], mean[32], mb[32], gbs[32], gflops[32];
     if ((int)strlen(label) > width) snprintf(name, sizeof name, "%.*s...", width - 3, label);
@@ -133,7 +105,7 @@ static void put_row(text *t, int width, const char *label, const char *backend, 
     figure(mb, sizeof mb, bytes < 0 || !calls ? -1 : bytes / 1e6 / (double)calls, "%.3f");
     figure(gbs, sizeof gbs, bytes <= 0 || s <= 0 ? -1 : bytes / 1e9 / s, "%.2f"); /* views: none */
     figure(gflops, sizeof gflops, flops < 0 || s <= 0 ? -1 : flops / 1e9 / s, "%.2f");
-    put(t, "  %-*s %-8s %6d %8lld %10.3f %9s %6.1f%% %9s %8s %8s\n", width, name, backend, instrs,
+    tji_put(t, "  %-*s %-8s %6d %8lld %10.3f %9s %6.1f%% %9s %8s %8s\n", width, name, backend, instrs,
         (long long)calls, (double)ns * 1e-6, mean, 100.0 * share, mb, gbs, gflops);
 }
 
@@ -153,11 +125,11 @@ char *tj_profile_report(const tj_program *p) {
             int len = (int)strlen(phases[i].rows[r].label);
             width = len > width ? (len < NAME_WIDTH ? len : NAME_WIDTH) : width;
         }
-    text t = {0};
+    tji_text t = {0};
     for (int i = 0; !st && i < n_profs; i++) {
         const phase_rows *ph = &phases[i];
         if (!ph->replays) {
-            put(&t, "%s: no replays recorded\n", ph->phase);
+            tji_put(&t, "%s: no replays recorded\n", ph->phase);
             continue;
         }
         int64_t sum_ns = 0, calls = 0;
@@ -168,10 +140,10 @@ char *tj_profile_report(const tj_program *p) {
             instrs += ph->rows[r].instrs;
         }
         double per_replay = (double)ph->replay_ns / (double)ph->replays;
-        put(&t, "%s: %lld replays, %.3f ms each; the instructions take %.3f ms of it (%.1f%%)\n",
+        tji_put(&t, "%s: %lld replays, %.3f ms each; the instructions take %.3f ms of it (%.1f%%)\n",
             ph->phase, (long long)ph->replays, per_replay * 1e-6, (double)sum_ns / (double)ph->replays * 1e-6,
             ph->replay_ns ? 100.0 * (double)sum_ns / (double)ph->replay_ns : 0.0);
-        put(&t, "  %-*s %-8s %6s %8s %10s %9s %7s %9s %8s %8s\n", width, "op / kernel", "backend",
+        tji_put(&t, "  %-*s %-8s %6s %8s %10s %9s %7s %9s %8s %8s\n", width, "op / kernel", "backend",
             "instrs", "calls", "total ms", "mean us", "share", "MB/call", "GB/s", "GFLOP/s");
         for (int r = 0; r < ph->n; r++) {
             const row *w = &ph->rows[r];
@@ -182,12 +154,11 @@ char *tj_profile_report(const tj_program *p) {
                 -1, -1, true);
     }
     for (int i = 0; i < n_profs; i++) tjc_free(phases[i].rows);
-    if (st || t.failed || !t.s) {
+    if (st) {
         tjc_free(t.s);
-        if (!st) tjc_error(TJ_ERR_MEMORY, "tj_profile_report: out of memory");
         return NULL;
     }
-    return t.s;
+    return tji_text_finish(&t);
 }
 
 /* ---- the trace file ------------------------------------------------------------- */

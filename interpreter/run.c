@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "code.h"
 #include "profile.h"
+#include "text.h"
 
 /* Wraps the op's own message with the node it came from. */
 static tj_status node_failed(const tji_instr *I) {
@@ -123,69 +124,39 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
 
 /* ---- printing ------------------------------------------------------------------ */
 
-typedef struct text {
-    char *s;
-    size_t n, cap;
-} text;
 
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0 || !t->s) return;
-    if (t->n + (size_t)k + 1 > t->cap) {
-        size_t cap = (t->cap + (size_t)k + 1) * 2;
-        char *s = tjc_realloc(t->s, cap);
-        if (!s) {
-            tjc_free(t->s);
-            t->s = NULL;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
-    va_end(ap);
-    t->n += (size_t)k;
-}
-
-static void regs(text *t, const int *r, int n) {
-    for (int i = 0; i < n; i++) put(t, i ? ", R%d" : "R%d", r[i]);
+static void regs(tji_text *t, const int *r, int n) {
+    for (int i = 0; i < n; i++) tji_put(t, i ? ", R%d" : "R%d", r[i]);
 }
 
 char *tji_code_to_string(const tji_code *code) {
-    text t = {tjc_malloc(256), 0, 256};
-    if (!t.s) return NULL;
-    t.s[0] = '\0';
-    put(&t, "registers: %d\ninputs: ", code->n_regs);
+    tji_text t = {0};
+    tji_put(&t, "registers: %d\ninputs: ", code->n_regs);
     for (int i = 0; i < code->n_inputs; i++)
-        put(&t, code->input_regs[i] < 0 ? "%s-" : "%sR%d", i ? ", " : "", code->input_regs[i]);
-    put(&t, "\n");
+        tji_put(&t, code->input_regs[i] < 0 ? "%s-" : "%sR%d", i ? ", " : "", code->input_regs[i]);
+    tji_put(&t, "\n");
     for (int k = 0; k < code->n_instrs; k++) {
         const tji_instr *I = &code->instrs[k];
-        put(&t, "%4d: ", k);
+        tji_put(&t, "%4d: ", k);
         regs(&t, I->out, I->n_out);
         switch (I->code) {
-        case TJI_CALL: put(&t, " = call %s(", tj_op_name(I->op)); break;
-        case TJI_CONST: put(&t, " = const %%%d(", tj_node_id(I->node)); break;
-        case TJI_NONE: put(&t, " = none("); break;
-        case TJI_CHUNK: put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
+        case TJI_CALL: tji_put(&t, " = call %s(", tj_op_name(I->op)); break;
+        case TJI_CONST: tji_put(&t, " = const %%%d(", tj_node_id(I->node)); break;
+        case TJI_NONE: tji_put(&t, " = none("); break;
+        case TJI_CHUNK: tji_put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
                             (long long)I->dim); break;
-        case TJI_FUSED: put(&t, " = fused %%%d(", tj_node_id(I->node)); break;
+        case TJI_FUSED: tji_put(&t, " = fused %%%d(", tj_node_id(I->node)); break;
         }
         regs(&t, I->in, I->n_in);
-        put(&t, ")");
+        tji_put(&t, ")");
         if (I->n_dead) {
-            put(&t, "  free ");
+            tji_put(&t, "  free ");
             regs(&t, I->dead, I->n_dead);
         }
-        put(&t, "\n");
+        tji_put(&t, "\n");
     }
-    put(&t, "outputs: ");
+    tji_put(&t, "outputs: ");
     regs(&t, code->output_regs, code->n_outputs);
-    put(&t, "\n");
-    return t.s;
+    tji_put(&t, "\n");
+    return tji_text_finish(&t);
 }

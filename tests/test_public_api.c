@@ -27,13 +27,6 @@ tt_api_fixture tt_api; /* the objects the checks are given bad company with */
 static tj_generator *GEN;
 static const tj_device BAD_DEVICE = {(tj_device_type)7, 0};
 static const tj_device MISSING_CUDA = {TJ_CUDA, 99};
-#define T tt_api.t
-#define G tt_api.g
-#define B tt_api.b
-#define N tt_api.n
-#define V tt_api.v
-#define P tt_api.p
-#define SIZES TT_API_SIZES
 
 static tj_status identity_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
                                 int n_out) {

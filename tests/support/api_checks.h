@@ -57,6 +57,15 @@ typedef struct tt_api_fixture {
 } tt_api_fixture;
 extern tt_api_fixture tt_api;
 #define TT_API_SIZES ((const int64_t[]){2, 3})
+/* Short names for the fixture in the checks' tables (files that include this
+ * header are the checks alone). */
+#define T tt_api.t
+#define G tt_api.g
+#define B tt_api.b
+#define N tt_api.n
+#define V tt_api.v
+#define P tt_api.p
+#define SIZES TT_API_SIZES
 
 void tt_api_types(void);
 void tt_api_graphs(void);

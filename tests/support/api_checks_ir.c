@@ -5,13 +5,6 @@
 
 #include "tests/support/api_checks.h"
 
-#define T tt_api.t
-#define G tt_api.g
-#define B tt_api.b
-#define N tt_api.n
-#define V tt_api.v
-#define P tt_api.p
-#define SIZES TT_API_SIZES
 
 /* ---- ir.h -------------------------------------------------------------------------------- */
 

@@ -57,13 +57,7 @@ typedef struct recipe {
     int n_ops;
 } recipe;
 
-static uint64_t next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int pick(uint64_t *s, int n) { return (int)(next(s) % (uint64_t)n); }
+static int pick(uint64_t *s, int n) { return (int)(tt_splitmix64(s) % (uint64_t)n); }
 
 /* The fusible ops of the table with 1 to 3 inputs that op_ok accepts. */
 static int fusible_ops(const tj_op_info **ops, int cap, bool (*op_ok)(const tj_op_info *)) {

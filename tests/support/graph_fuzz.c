@@ -19,13 +19,7 @@ typedef struct fuzz_case {
     tj_graph *g;
 } fuzz_case;
 
-static uint64_t next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int pick(uint64_t *s, int n) { return (int)(next(s) % (uint64_t)n); }
+static int pick(uint64_t *s, int n) { return (int)(tt_splitmix64(s) % (uint64_t)n); }
 
 /* The graph's text on stderr once, so that a failing seed can be read. */
 static void show_graph(const fuzz_case *fc) {

@@ -21,13 +21,7 @@ typedef struct gf {
     int n;
 } gf;
 
-static uint64_t next(uint64_t *s) { /* splitmix64 */
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static int64_t pick(gf *f, int64_t n) { return n <= 0 ? 0 : (int64_t)(next(&f->s) % (uint64_t)n); }
+static int64_t pick(gf *f, int64_t n) { return n <= 0 ? 0 : (int64_t)(tt_splitmix64(&f->s) % (uint64_t)n); }
 static bool coin(gf *f, int in) { return pick(f, in) == 0; }
 
 static void push(gf *f, tj_tensor *t) {
@@ -701,7 +695,7 @@ tj_status tt_gf_model_fn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **
     /* the state mixed from the seed: seed * golden ratio would make case
      * k + 1's draws case k's shifted by one */
     uint64_t mix = m->seed ^ 0x5851F42D4C957F2Dull;
-    gf f = {.s = next(&mix), .m = m, .bank = in[n_in - 1]};
+    gf f = {.s = tt_splitmix64(&mix), .m = m, .bank = in[n_in - 1]};
     static const tj_op_info *smooth[TT_GF_MAX_OPS];
     static int n_smooth = -1;
     if (n_smooth < 0) { /* the first call is on the test's thread: no race */

@@ -28,6 +28,15 @@ double tt_ref_bcast(const tt_ref *r, const int64_t *out_index, int out_ndim);
 /* Advances a row-major multi-index; returns false after the last one. */
 int tt_next_index(int64_t *index, const int64_t *sizes, int ndim);
 
+/* The next value of a splitmix64 sequence whose state is *s: the testers'
+ * own deterministic draws (cases, picks), independent of tjit's generators. */
+static inline uint64_t tt_splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 /* Random values: uniform in [lo, hi) for floats, integers in [lo, hi] for i64,
  * coin flips for bool. Deterministic per generator. Like a tj_ function's
  * result, the tensor belongs to the innermost open scope, else to the caller. */
