@@ -38,6 +38,7 @@ const char *tj_status_name(tj_status s) {
     static const char *const names[] = {
         "ok", "bad argument", "shape mismatch", "unsupported dtype", "device mismatch",
         "out of memory", "parse error", "unsupported", "i/o error", "internal error",
+        "communication error",
     };
     if ((unsigned)s >= sizeof names / sizeof names[0])
         return tjc_error(TJ_ERR_ARG, "tj_status_name: invalid status %d", (int)s), "unknown status";

@@ -127,6 +127,28 @@ tj_status tj_program_saved(const tj_program *p, int *n_tensors, int64_t *n_bytes
 /* The backward graph, after the passes (NULL without gradients). */
 const tj_graph *tj_program_backward_graph(const tj_program *p);
 
+/* A gradient hook: what data-parallel training (tjit/distributed.h) builds on.
+ * While one is installed, tj_backward hands each parameter's gradient of this
+ * backward pass to ready() as soon as it is final (after the backward
+ * program's last write to it, while the rest of the program still runs), and
+ * does not accumulate it itself: the hook owns the accumulated gradients
+ * (tj_program_set_grad). finish() runs once after the backward program, with
+ * its status, before tj_backward returns; its status is tj_backward's when
+ * the program succeeded. */
+typedef struct tj_grad_hook {
+    void *ctx;
+    /* param: the parameter's graph input index; grad: borrowed, valid during
+     * the call; remaining: backward instructions still to run. */
+    tj_status (*ready)(void *ctx, int param, tj_tensor *grad, int remaining);
+    tj_status (*finish)(void *ctx, tj_status backward_status);
+} tj_grad_hook;
+/* Installs hook (copied; NULL removes it). Refused on a program without
+ * gradients and while a hook is installed (remove it first). */
+tj_status tj_program_set_grad_hook(tj_program *p, const tj_grad_hook *hook);
+/* Sets the accumulated gradient of a parameter to grad (retained; NULL
+ * clears it); grad must have the parameter's sizes, dtype and device. */
+tj_status tj_program_set_grad(tj_program *p, const char *param_name, tj_tensor *grad);
+
 /* ---- functions: retrace per input signature --------------------------------- */
 
 typedef struct tj_function tj_function;

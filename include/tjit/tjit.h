@@ -30,7 +30,8 @@ typedef enum tj_status {
     TJ_ERR_PARSE,       /* malformed text (IR, schema, .npy) */
     TJ_ERR_UNSUPPORTED, /* a valid request tjit does not handle */
     TJ_ERR_IO,          /* a file could not be read or written */
-    TJ_ERR_INTERNAL     /* a broken invariant inside tjit */
+    TJ_ERR_INTERNAL,    /* a broken invariant inside tjit */
+    TJ_ERR_COMM         /* a collective failed: a peer timed out or left, ranks disagree */
 } tj_status;
 
 /* The message of the most recent error on this thread, "" when none. Errors
@@ -317,6 +318,7 @@ int tj_get_num_threads(void);
 #include "tjit/passes.h"  /* graph passes and the fuser */
 #include "tjit/profile.h" /* timing replays: a table and a trace file */
 #include "tjit/onnx.h"    /* ONNX export and import */
+#include "tjit/distributed.h" /* process groups, collectives, data-parallel training */
 #include "tjit/version.h" /* generated: TJIT_VERSION_*, tj_version, tj_build_info */
 #endif
 
