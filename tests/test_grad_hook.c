@@ -227,6 +227,9 @@ static void set_grad_and_removal(void **state) {
         tj_tensor *got = tj_program_grad(p, name);
         assert_ptr_equal(got, mine);
         tj_release(got);
+        tt_ref zeros = tt_ref_of(mine); /* nothing was added into it */
+        for (int64_t e = 0; e < zeros.numel; e++) assert_true(zeros.v[e] == 0.0);
+        tt_ref_free(&zeros);
         /* the hook sets them: tj_program_grad returns what it set */
         r.set_grad = true;
         recorder_reset(&r);
