@@ -294,6 +294,36 @@ static void errors_are_refused_naming_the_collective(void **state) {
     cases++;
 }
 
+/* With TJIT_DIST_CHECK the ranks compare each collective's arguments
+ * first: every rank refuses one they disagree on, naming what differs, and
+ * the group goes on. */
+static void disagreements_are_refused_when_checked(void **state) {
+    (void)state;
+    const char *check = getenv("TJIT_DIST_CHECK");
+    if (!check || !strcmp(check, "0") || world == 1) {
+        if (rank == 0) printf("(TJIT_DIST_CHECK is off or the world is one process: skipped)\n");
+        skip();
+    }
+    tj_tensor *t = zeros(TJ_F32, 5 + (rank == 1), false);
+    REFUSED(tj_dist_all_reduce(t, TJ_REDUCE_SUM, NULL, NULL), TJ_ERR_COMM,
+            "tj_dist_all_reduce: rank");
+    tt_assert_error("the ranks disagree on the element count (from 5 to 6; this rank:");
+    tj_tensor *u = zeros(rank == 0 ? TJ_F64 : TJ_F32, 4, false);
+    REFUSED(tj_dist_broadcast(u, 0, NULL, NULL), TJ_ERR_COMM, "disagree on the dtype (from f32 to f64");
+    tj_tensor *v = zeros(TJ_F32, 4, false);
+    REFUSED(tj_dist_broadcast(v, rank == 0 ? 1 : 0, NULL, NULL), TJ_ERR_COMM, "disagree on the root");
+    REFUSED(tj_dist_all_reduce(v, rank == 0 ? TJ_REDUCE_MAX : TJ_REDUCE_AVG, NULL, NULL), TJ_ERR_COMM,
+            "disagree on the reduce op (from max to avg");
+    tj_tensor *big = zeros(TJ_F32, 4 * world, false);
+    REFUSED(rank == 0 ? tj_dist_barrier(NULL, NULL) : tj_dist_all_gather(big, v, NULL, NULL),
+            TJ_ERR_COMM, "disagree on the collective");
+    /* the group goes on */
+    tj_tensor *one = tj_ones((const int64_t[]){3}, 1, TJ_F32);
+    assert_int_equal(tj_dist_all_reduce(one, TJ_REDUCE_AVG, NULL, NULL), TJ_OK);
+    assert_int_equal(tj_get(one, (const int64_t[]){1}), 1.0);
+    cases++;
+}
+
 int main(void) {
     if (tj_dist_init("mpi", NULL) != TJ_OK) {
         fprintf(stderr, "tj_dist_init: %s\n", tj_last_error());
@@ -308,6 +338,7 @@ int main(void) {
         TT_SCOPED_TEST(handles_outstanding_together_waited_out_of_order),
         TT_SCOPED_TEST(many_handles_in_flight),
         TT_SCOPED_TEST(errors_are_refused_naming_the_collective),
+        TT_SCOPED_TEST(disagreements_are_refused_when_checked),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (rank == 0) printf("collective cases: %ld (world size %d)\n", cases, world);
