@@ -18,6 +18,7 @@
 
 #include "tests/support/api_checks.h"
 #include "tests/support/runtime_testing.h"
+#include "tjit/distributed.h"
 
 /* The expectations (FAILS_*, WORKS) are in tests/support/api_checks.h. */
 
@@ -386,6 +387,34 @@ static void c_version(void) {
     WORKS(assert_non_null(tj_build_info()));
 }
 
+/* ---- distributed.h: process groups and collectives (without mpirun: no group) ----------- */
+
+static void c_dist_groups(void) {
+    FAILS_STATUS(tj_dist_init(NULL, NULL));
+    FAILS_STATUS(tj_dist_init("gloo", NULL));
+    FAILS_STATUS(tj_dist_init("mpi", &(tj_dist_options){.timeout_s = -1}));
+    FAILS_STATUS(tj_dist_finalize()); /* no group */
+    WORKS(assert_false(tj_dist_is_initialized()));
+    WORKS(assert_null(tj_dist_world()));
+    WORKS(assert_int_equal(tj_dist_rank(), 0));
+    WORKS(assert_int_equal(tj_dist_world_size(), 1));
+    WORKS(assert_null(tj_dist_backend()));
+}
+
+static void c_dist_collectives(void) {
+    tj_dist_work *w = NULL;
+    bool done;
+    FAILS_STATUS(tj_dist_all_reduce(NULL, TJ_REDUCE_SUM, NULL, NULL));
+    FAILS_STATUS(tj_dist_all_reduce(T, TJ_REDUCE_SUM, NULL, &w)); /* before tj_dist_init */
+    FAILS_STATUS(tj_dist_broadcast(T, 0, NULL, NULL));
+    FAILS_STATUS(tj_dist_all_gather(T, T, NULL, NULL));
+    FAILS_STATUS(tj_dist_reduce_scatter(T, T, TJ_REDUCE_SUM, NULL, NULL));
+    FAILS_STATUS(tj_dist_barrier(NULL, &w));
+    assert_null(w);
+    WORKS(assert_int_equal(tj_dist_wait(NULL), TJ_OK));
+    FAILS_STATUS(tj_dist_test(NULL, &done));
+}
+
 /* ---- the table ----------------------------------------------------------------------------- */
 
 typedef struct api_entry {
@@ -462,6 +491,10 @@ static const api_entry table[] = {
      "tj_graph_import_onnx_ex tj_graph_import_onnx_bytes tj_onnx_load_tensor "
      "tj_onnx_export_form tj_onnx_available", tt_api_onnx},
     {"tj_version tj_build_info", c_version},
+    {"tj_dist_init tj_dist_finalize tj_dist_is_initialized tj_dist_world tj_dist_rank "
+     "tj_dist_world_size tj_dist_backend", c_dist_groups},
+    {"tj_dist_all_reduce tj_dist_broadcast tj_dist_all_gather tj_dist_reduce_scatter "
+     "tj_dist_barrier tj_dist_wait tj_dist_test", c_dist_collectives},
 };
 enum { N_ENTRIES = sizeof table / sizeof table[0] };
 
@@ -551,7 +584,8 @@ static int check_header(const char *path, char *missing, size_t cap) {
 static void test_table_is_complete(void **state) {
     (void)state;
     static const char *const headers[] = {"tjit.h", "runtime.h", "ir.h", "passes.h",
-                                          "profile.h", "onnx.h", "version.h.in"};
+                                          "profile.h", "onnx.h", "distributed.h",
+                                          "version.h.in"};
     char missing[4096] = "";
     int total = 0;
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
