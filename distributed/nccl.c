@@ -497,12 +497,10 @@ static tj_status init_comm(nccl_state *s, ncclUniqueId id, int rank, int world) 
 
 tj_status tjd_nccl_open(tjd_backend **out, double timeout_s) {
     *out = NULL;
-    if (!tj_cuda_is_available()) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", tj_last_error());
+    if (!tj_cuda_is_available())
         return tjc_error(TJ_ERR_DEVICE, WHO ": NCCL runs collectives on CUDA tensors and this "
-                         "process has no CUDA device (%s); use \"mpi\" with CPU tensors", why);
-    }
+                         "process has no CUDA device (%s); use \"mpi\" with CPU tensors",
+                         tjcu_driver_unavailable_reason());
     const tjcu_driver *drv = tjcu_state_driver();
     if (!drv || strcmp(drv->name, "cuda"))
         return tjc_error(TJ_ERR_UNSUPPORTED, WHO ": NCCL needs a GPU, and the CUDA backend runs on "
