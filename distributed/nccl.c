@@ -36,6 +36,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,6 +547,7 @@ tj_status tjd_nccl_open(tjd_backend **out, double timeout_s) {
     b->device = TJ_CUDA;
     b->rank = rank;
     b->world_size = world;
+    b->max_count = INT64_MAX; /* NCCL's counts are size_t */
     b->start = nccl_start;
     b->test = nccl_test;
     b->abandon = nccl_abandon;
