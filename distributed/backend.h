@@ -6,8 +6,10 @@
  * the only caller of start/test, in the order the collectives were called,
  * so a backend needs no locking of its own. collectives.c checks tensors and
  * turns them into tjd_coll_args. mpi.c is the MPI backend (its MPI calls live
- * in the plugin libtjit_mpi.so, distributed/mpi_plugin.h); a second backend
- * (NCCL on CUDA streams) provides another tjd_backend.
+ * in the plugin libtjit_mpi.so, distributed/mpi_plugin.h); nccl.c is the
+ * NCCL backend (CUDA tensors; the library loaded with dlopen), which also
+ * checks tensors and orders each collective after the caller's stream on the
+ * caller's thread (check_tensor, prepare).
  */
 #ifndef TJIT_DISTRIBUTED_BACKEND_H
 #define TJIT_DISTRIBUTED_BACKEND_H
@@ -46,6 +48,14 @@ typedef struct tjd_coll_args {
     void *recv;
     int64_t count;
     int root;
+    /* the buffers are host memory even on a device backend (group.c's own
+     * comparison of the ranks' arguments) */
+    bool host_buffers;
+    /* set by the backend's prepare on the caller's thread (what start orders
+     * the collective after); the work item owns it and releases it with
+     * ready_free */
+    void *ready;
+    void (*ready_free)(void *ready);
 } tjd_coll_args;
 
 /* Messages written by a backend go to err (errlen bytes, NUL-terminated); the
@@ -66,10 +76,41 @@ struct tjd_backend {
     /* Leaves the group and frees b. After a failure (failed true) it must not
      * wait for peers. */
     tj_status (*finalize)(tjd_backend *b, bool failed);
+    /* Optional, on the caller's thread (collectives.c): refuses a tensor the
+     * backend cannot take beyond the common checks (the error names coll and
+     * arg), before anything is copied. */
+    tj_status (*check_tensor)(tjd_backend *b, const char *coll, const char *arg, const tj_tensor *t);
+    /* Optional, on the caller's thread just before the collective is queued:
+     * may set a->ready (a point in the caller's stream the collective must
+     * follow). */
+    tj_status (*prepare)(tjd_backend *b, tjd_coll_args *a);
+    /* start takes TJ_REDUCE_AVG for floating dtypes itself (no division
+     * afterwards by collectives.c) */
+    bool native_avg;
     void *impl;
 };
 
 /* The MPI backend (distributed/mpi.c): loads the plugin and joins the world. */
 tj_status tjd_mpi_open(tjd_backend **out);
+
+/* MPI as the NCCL backend's way to share its communicator's id under mpirun
+ * (distributed/mpi.c): join loads the plugin and joins MPI's world; share
+ * broadcasts n bytes from rank 0 (failing after timeout_s); leave frees what
+ * join took (after a failure without waiting for peers). Errors are set,
+ * naming tj_dist_init("nccl"). */
+tj_status tjd_mpi_join(int *rank, int *world_size);
+tj_status tjd_mpi_share(void *bytes, size_t n, double timeout_s);
+void tjd_mpi_leave(bool failed);
+
+/* The NCCL backend (distributed/nccl.c): picks this rank's GPU, shares the
+ * communicator's id (over MPI under mpirun, else through the TCP rendezvous
+ * of distributed/rendezvous.h) and creates the communicator; the group's
+ * timeout bounds every wait. */
+tj_status tjd_nccl_open(tjd_backend **out, double timeout_s);
+/* Loads the NCCL library (TJIT_NCCL_LIBRARY, libnccl.so.2, the CUDA
+ * toolkit's directory), resolves every function the backend uses and gives
+ * its version (e.g. 22809 for 2.28.9) and the file it came from. Needs no
+ * GPU. */
+tj_status tjd_nccl_load(int *version, char *path, size_t pathlen);
 
 #endif

@@ -5,7 +5,7 @@
  * A non-contiguous tensor is copied into a contiguous buffer owned by the
  * collective, and a non-contiguous result copied back when it completes.
  * AVG is a sum divided by the world size, for f32 and f64 only (an integer
- * average would truncate). bool tensors reduce as logic: SUM and MAX are or,
+ * average would truncate); a backend that averages itself (NCCL) gets AVG. bool tensors reduce as logic: SUM and MAX are or,
  * MIN is and.
  */
 #include <stdio.h>
@@ -46,12 +46,19 @@ void tjd_work_free(tj_dist_work *w) {
     if (!w) return;
     free(w->tmp);
     free(w->tmp_send);
+    if (w->args.ready_free) w->args.ready_free(w->args.ready);
     tj_release(w->held[0]);
     tj_release(w->held[1]);
     free(w);
 }
 
 /* ---- argument checks ------------------------------------------------------------------ */
+
+#define RETURN_IF_ERROR(expr)                  \
+    do {                                       \
+        tj_status st_ = (expr);                \
+        if (st_ != TJ_OK) return st_;          \
+    } while (0)
 
 static tj_status check_tensor(const char *coll, const char *arg, const tj_tensor *t, tjd_backend *b,
                               bool is_result) {
@@ -65,6 +72,7 @@ static tj_status check_tensor(const char *coll, const char *arg, const tj_tensor
         return tjc_error(TJ_ERR_DEVICE, "%s: %s is on %s; the %s backend takes %s tensors", coll, arg,
                          have, b->name, b->device == TJ_CPU ? "cpu" : "cuda");
     }
+    if (b->check_tensor) RETURN_IF_ERROR(b->check_tensor(b, coll, arg, t));
     if (is_result && tjc_has_internal_overlap(t))
         return tjc_error(TJ_ERR_ARG, "%s: %s has overlapping elements (an expanded view); a "
                          "collective cannot write into it", coll, arg);
@@ -126,8 +134,9 @@ static tj_status buffer_of(const char *coll, tj_dist_work *w, tj_tensor *t, bool
 }
 
 /* Queues w; with work NULL waits for it and frees it, else hands it over. */
-static tj_status submit(tj_dist_group *group, tj_dist_work *w, tj_dist_work **work) {
-    tj_status st = tjd_group_submit(group, w);
+static tj_status submit(tjd_backend *b, tj_dist_group *group, tj_dist_work *w, tj_dist_work **work) {
+    tj_status st = b->prepare ? b->prepare(b, &w->args) : TJ_OK;
+    if (st == TJ_OK) st = tjd_group_submit(group, w);
     if (st != TJ_OK) {
         tjd_work_free(w);
         return st;
@@ -140,12 +149,6 @@ static tj_status submit(tj_dist_group *group, tj_dist_work *w, tj_dist_work **wo
     tjd_work_free(w);
     return st;
 }
-
-#define RETURN_IF_ERROR(expr)                  \
-    do {                                       \
-        tj_status st_ = (expr);                \
-        if (st_ != TJ_OK) return st_;          \
-    } while (0)
 
 /* ---- the collectives ----------------------------------------------------------------- */
 
@@ -166,10 +169,11 @@ tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group
     }
     w->args.dtype = t->dtype;
     w->args.count = tj_numel(t);
-    w->args.op = op == TJ_REDUCE_AVG ? TJ_REDUCE_SUM : op;
-    w->avg_divisor = op == TJ_REDUCE_AVG ? (double)b->world_size : 0;
+    bool divide = op == TJ_REDUCE_AVG && !b->native_avg;
+    w->args.op = divide ? TJ_REDUCE_SUM : op;
+    w->avg_divisor = divide ? (double)b->world_size : 0;
     w->held[0] = tj_retain(t);
-    return submit(group, w, work);
+    return submit(b, group, w, work);
 }
 
 tj_status tj_dist_broadcast(tj_tensor *t, int root, tj_dist_group *group, tj_dist_work **work) {
@@ -193,7 +197,7 @@ tj_status tj_dist_broadcast(tj_tensor *t, int root, tj_dist_group *group, tj_dis
     w->args.count = tj_numel(t);
     w->args.root = root;
     w->held[0] = tj_retain(t);
-    return submit(group, w, work);
+    return submit(b, group, w, work);
 }
 
 /* all_gather and reduce_scatter: a small and a large tensor, one world_size
@@ -243,11 +247,12 @@ static tj_status pair_collective(const char *coll, tjd_coll_kind kind, tj_tensor
     w->args.send = send;
     w->args.dtype = in->dtype;
     w->args.count = kind == TJD_ALL_GATHER ? tj_numel(in) : tj_numel(out);
-    w->args.op = op == TJ_REDUCE_AVG ? TJ_REDUCE_SUM : op;
-    w->avg_divisor = kind == TJD_REDUCE_SCATTER && op == TJ_REDUCE_AVG ? (double)b->world_size : 0;
+    bool divide = kind == TJD_REDUCE_SCATTER && op == TJ_REDUCE_AVG && !b->native_avg;
+    w->args.op = divide ? TJ_REDUCE_SUM : op;
+    w->avg_divisor = divide ? (double)b->world_size : 0;
     w->held[0] = tj_retain(out);
     w->held[1] = tj_retain((tj_tensor *)in);
-    return submit(group, w, work);
+    return submit(b, group, w, work);
 }
 
 tj_status tj_dist_all_gather(tj_tensor *out, const tj_tensor *in, tj_dist_group *group,
@@ -267,7 +272,7 @@ tj_status tj_dist_barrier(tj_dist_group *group, tj_dist_work **work) {
     RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
     tj_dist_work *w = new_work(coll, TJD_BARRIER);
     if (!w) return TJ_ERR_MEMORY;
-    return submit(group, w, work);
+    return submit(b, group, w, work);
 }
 
 /* ---- handles ------------------------------------------------------------------------- */

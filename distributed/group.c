@@ -142,7 +142,7 @@ static tj_status check_agreement(tj_dist_group *g, const tj_dist_work *w, char *
         check_buf[2 * f + 1] = -check_field(w, f);
     }
     tjd_coll_args a = {.kind = TJD_ALL_REDUCE, .dtype = TJ_I64, .op = TJ_REDUCE_MAX,
-                       .recv = check_buf, .count = 2 * CHECK_FIELDS};
+                       .recv = check_buf, .count = 2 * CHECK_FIELDS, .host_buffers = true};
     char err[384] = "";
     void *req = NULL;
     bool done = false;
@@ -327,8 +327,7 @@ tj_status tj_dist_init(const char *backend, const tj_dist_options *opts) {
     if (!strcmp(backend, "mpi")) {
         st = tjd_mpi_open(&b);
     } else if (!strcmp(backend, "nccl")) {
-        st = tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"nccl\"): this tjit has no NCCL backend "
-                       "(CUDA tensors); use \"mpi\" with CPU tensors");
+        st = tjd_nccl_open(&b, timeout);
     } else {
         st = tjc_error(TJ_ERR_ARG, "tj_dist_init: unknown backend \"%s\" (known backends: \"mpi\", "
                        "\"nccl\")", backend);

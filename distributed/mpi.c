@@ -7,11 +7,15 @@
  * that holds this code (libtjit.so, or the program libtjit.a was linked
  * into); in the library directory tjit was configured to install into; by
  * its plain name (the loader's search path).
+ *
+ * The NCCL backend shares its communicator's id over MPI under mpirun
+ * through the same plugin (tjd_mpi_join, tjd_mpi_share, tjd_mpi_leave).
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,7 +156,75 @@ tj_status tjd_mpi_open(tjd_backend **out) {
     return TJ_OK;
 }
 
+/* ---- the NCCL backend's id exchange ---------------------------------------------------- */
+
+static const tjd_mpi_plugin *joined; /* the plugin's table while the NCCL backend uses MPI */
+
+tj_status tjd_mpi_join(int *rank, int *world_size) {
+    char why[4096], err[512] = "";
+    void *dl = load_plugin(why, sizeof why);
+    if (!dl)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"nccl\"): under mpirun the NCCL id is "
+                         "shared over MPI, but the MPI plugin %s cannot be loaded: %s",
+                         TJD_MPI_PLUGIN_NAME, why);
+    tjd_mpi_plugin_fn get = (tjd_mpi_plugin_fn)dlsym(dl, TJD_MPI_PLUGIN_SYMBOL);
+    const tjd_mpi_plugin *api = get ? get() : NULL;
+    int level = 0;
+    if (!api || api->version != TJD_MPI_PLUGIN_VERSION) {
+        dlclose(dl);
+        return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"nccl\"): the MPI plugin %s that was "
+                         "loaded is not this tjit's", TJD_MPI_PLUGIN_NAME);
+    }
+    if (api->init(rank, world_size, &level, err, sizeof err))
+        return tjc_error(TJ_ERR_COMM, "tj_dist_init(\"nccl\"): joining MPI to share the NCCL id: %s",
+                         err);
+    joined = api;
+    return TJ_OK;
+}
+
+tj_status tjd_mpi_share(void *bytes, size_t n, double timeout_s) {
+    char err[512] = "";
+    void *req = NULL;
+    int done = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = joined->bcast(bytes, (int64_t)n, TJ_BOOL, 0, &req, err, sizeof err);
+    while (!rc && !done) {
+        rc = joined->test(req, &done, err, sizeof err);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (!rc && !done && (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > timeout_s) {
+            joined->abandon(req);
+            return tjc_error(TJ_ERR_COMM, "tj_dist_init(\"nccl\"): rank 0's NCCL id did not arrive "
+                             "over MPI within %g s (the timeout: a rank left or never called "
+                             "tj_dist_init)", timeout_s);
+        }
+        if (!rc && !done) nanosleep(&(struct timespec){0, 100000L}, NULL);
+    }
+    if (rc) return tjc_error(TJ_ERR_COMM, "tj_dist_init(\"nccl\"): sharing the NCCL id over MPI: %s", err);
+    return TJ_OK;
+}
+
+void tjd_mpi_leave(bool failed) {
+    char err[256];
+    if (joined && !failed) joined->finalize(err, sizeof err);
+    joined = NULL;
+}
+
 #else
+
+tj_status tjd_mpi_join(int *rank, int *world_size) {
+    *rank = 0;
+    *world_size = 1;
+    return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"nccl\"): the process runs under mpirun, "
+                     "but this tjit was built without MPI (TJIT_MPI off) to share the NCCL id "
+                     "over; start it with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, "
+                     "MASTER_PORT) instead");
+}
+tj_status tjd_mpi_share(void *bytes, size_t n, double timeout_s) {
+    (void)bytes, (void)n, (void)timeout_s;
+    return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"nccl\"): this tjit was built without MPI");
+}
+void tjd_mpi_leave(bool failed) { (void)failed; }
 
 tj_status tjd_mpi_open(tjd_backend **out) {
     *out = NULL;

@@ -48,6 +48,21 @@ typedef struct tjcu_driver {
     tj_status (*function)(void *module, const char *kernel, void **fn);
     tj_status (*launch)(int device, void *fn, tjcu_dim3 grid, tjcu_dim3 block, size_t shared,
                         void *stream, void **args);
+    /* Events mark a point in a stream's work, for work outside the backend
+     * (NCCL's collectives, distributed/nccl.c) to be ordered after a
+     * thread's stream and to be tested for completion. The harness runs
+     * everything at once: its events are always complete. */
+    tj_status (*event_new)(int device, void **event);
+    void (*event_free)(int device, void *event);
+    tj_status (*event_record)(int device, void *event, void *stream);
+    /* *done once the work queued before the last record has finished; an
+     * asynchronous error of that work surfaces here */
+    tj_status (*event_query)(int device, void *event, bool *done);
+    /* Work queued on stream later waits for event, without blocking the host. */
+    tj_status (*stream_wait_event)(int device, void *stream, void *event);
+    /* Makes device current on the calling thread, for libraries that take
+     * the device from there (NCCL). */
+    tj_status (*make_current)(int device);
     /* cuBLAS and cuDNN can be used on this driver's devices */
     bool has_libraries;
 } tjcu_driver;

@@ -37,6 +37,11 @@
     X(cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int))                               \
     X(cuLaunchKernel, (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,   \
                        unsigned, CUstream, void **, void **))                                    \
+    X(cuEventCreate, (CUevent *, unsigned))                                                      \
+    X(cuEventDestroy_v2, (CUevent))                                                              \
+    X(cuEventRecord, (CUevent, CUstream))                                                        \
+    X(cuEventQuery, (CUevent))                                                                   \
+    X(cuStreamWaitEvent, (CUstream, CUevent, unsigned))                                          \
     X(cuGetErrorString, (CUresult, const char **))                                               \
     X(cuGetErrorName, (CUresult, const char **))
 
@@ -213,13 +218,48 @@ static tj_status launch(int device, void *fn, tjcu_dim3 g, tjcu_dim3 b, size_t s
     return st;
 }
 
+static tj_status event_new(int device, void **event) {
+    CUresult r;
+    tj_status st = use(device);
+    return st ? st : CU(cuEventCreate, ((CUevent *)event, CU_EVENT_DISABLE_TIMING));
+}
+
+static void event_free(int device, void *event) {
+    if (use(device) == TJ_OK) p_cuEventDestroy_v2((CUevent)event);
+}
+
+static tj_status event_record(int device, void *event, void *stream) {
+    CUresult r;
+    tj_status st = use(device);
+    return st ? st : CU(cuEventRecord, ((CUevent)event, (CUstream)stream));
+}
+
+static tj_status event_query(int device, void *event, bool *done) {
+    CUresult r;
+    *done = false;
+    tj_status st = use(device);
+    if (st) return st;
+    r = p_cuEventQuery((CUevent)event);
+    if (r == CUDA_ERROR_NOT_READY) return TJ_OK;
+    *done = true;
+    return r == CUDA_SUCCESS ? TJ_OK : cu_error(r, "cuEventQuery");
+}
+
+static tj_status stream_wait_event(int device, void *stream, void *event) {
+    CUresult r;
+    tj_status st = use(device);
+    return st ? st : CU(cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
+}
+
 const tjcu_driver *tjcu_cuda_driver(void) {
     static const tjcu_driver driver = {
         .name = "cuda", .device_count = device_count, .arch = arch, .sm_count = sm_count,
         .mem_alloc = mem_alloc, .mem_free = mem_free, .stream_new = stream_new,
         .stream_free = stream_free, .stream_sync = stream_sync, .copy = copy,
         .memset = memset_d8, .module_load = module_load, .module_unload = module_unload,
-        .function = function, .launch = launch, .has_libraries = true,
+        .function = function, .launch = launch, .event_new = event_new,
+        .event_free = event_free, .event_record = event_record, .event_query = event_query,
+        .stream_wait_event = stream_wait_event, .make_current = use, .has_libraries = true,
     };
     pthread_once(&D.once, load);
     if (D.n_devices == 0) {

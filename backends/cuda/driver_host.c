@@ -89,13 +89,42 @@ static tj_status launch(int device, void *fn, tjcu_dim3 grid, tjcu_dim3 block, s
     return tjh_launch(fn, grid, block, shared, args);
 }
 
+/* Work is done when it is queued: an event is a token, always complete. */
+static char event_token;
+static tj_status event_new(int device, void **event) {
+    (void)device;
+    *event = &event_token;
+    return TJ_OK;
+}
+static void event_free(int device, void *event) { (void)device, (void)event; }
+static tj_status event_record(int device, void *event, void *stream) {
+    (void)device, (void)event, (void)stream;
+    return TJ_OK;
+}
+static tj_status event_query(int device, void *event, bool *done) {
+    (void)device, (void)event;
+    *done = true;
+    return TJ_OK;
+}
+static tj_status stream_wait_event(int device, void *stream, void *event) {
+    (void)device, (void)stream, (void)event;
+    return TJ_OK;
+}
+static tj_status make_current(int device) {
+    (void)device;
+    return TJ_OK;
+}
+
 const tjcu_driver *tjcu_host_driver(void) {
     static const tjcu_driver driver = {
         .name = "host", .device_count = device_count, .arch = arch, .sm_count = sm_count,
         .mem_alloc = mem_alloc, .mem_free = mem_free, .stream_new = stream_new,
         .stream_free = stream_free, .stream_sync = stream_sync, .copy = copy,
         .memset = memset_d8, .module_load = module_load, .module_unload = module_unload,
-        .function = function, .launch = launch, .has_libraries = false,
+        .function = function, .launch = launch, .event_new = event_new,
+        .event_free = event_free, .event_record = event_record, .event_query = event_query,
+        .stream_wait_event = stream_wait_event, .make_current = make_current,
+        .has_libraries = false,
     };
     return &driver;
 }
