@@ -51,6 +51,9 @@ struct tj_ddp {
     ddp_bucket *buckets;
     int n_buckets;
     int next_bucket; /* the first bucket of this pass not yet started */
+    int *order, n_order;     /* the bucketed parameters in packing order */
+    int *arrival, n_arrived; /* in the order this pass handed their gradients over */
+    bool repacked;
     bool no_sync;
     tj_status failed; /* a communication failure: the group can only be finalized */
     char failure[512];
@@ -128,22 +131,21 @@ static tj_status collect_params(tj_ddp *d) {
 
 /* ---- buckets ------------------------------------------------------------------------ */
 
-/* Packs the parameters that receive gradients, last graph input first, into
- * buckets; a bucket is closed when the next parameter of its dtype and device
- * would take it past bucket_bytes (a larger parameter has one of its own). */
-static tj_status make_buckets(tj_ddp *d) {
+/* Packs the parameters order[0..n) into buckets in that order; a bucket is
+ * closed when the next parameter of its dtype and device would take it past
+ * bucket_bytes (a larger parameter has one of its own). */
+static tj_status make_buckets(tj_ddp *d, const int *order, int n) {
     int64_t limit = d->opts.bucket_bytes ? d->opts.bucket_bytes : DEFAULT_BUCKET_BYTES;
-    size_t cap = (size_t)(d->n_params ? d->n_params : 1);
+    size_t cap = (size_t)(n ? n : 1);
+    d->n_buckets = 0;
     d->buckets = tjc_calloc(cap, sizeof *d->buckets);
     int *open = tjc_malloc(sizeof(int) * cap); /* per dtype and device: the bucket filling */
     tj_tensor **kind = tjc_malloc(sizeof(tj_tensor *) * cap); /* a parameter of that dtype and device */
     int64_t *numel = tjc_calloc(cap, sizeof(int64_t));
-    tj_status st = d->buckets && open && kind && numel ? TJ_OK
-                                                       : tjc_error(TJ_ERR_MEMORY, "tj_ddp_wrap: out of memory");
+    tj_status st = d->buckets && open && kind && numel ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "tj_ddp: out of memory");
     int n_open = 0;
-    for (int k = d->n_params - 1; !st && k >= 0; k--) {
-        ddp_param *p = &d->params[k];
-        if (p->bucket < 0) continue;
+    for (int i = 0; !st && i < n; i++) {
+        ddp_param *p = &d->params[order[i]];
         int o = 0;
         while (o < n_open && !(tj_tensor_dtype(kind[o]) == tj_tensor_dtype(p->tensor) &&
                                same_device(tj_tensor_device(kind[o]), tj_tensor_device(p->tensor))))
@@ -161,17 +163,16 @@ static tj_status make_buckets(tj_ddp *d) {
         bk->bytes += param_bytes(p);
         bk->n_params++;
     }
-    for (int b = 0; !st && b < d->n_buckets; b++) {
-        tj_tensor *like = NULL;
-        for (int k = 0; k < d->n_params && !like; k++)
-            if (d->params[k].bucket == b) like = d->params[k].tensor;
-        d->buckets[b].flat = tj_zeros_on(&numel[b], 1, tj_tensor_dtype(like), tj_tensor_device(like));
-        if (!d->buckets[b].flat) st = tj_last_status();
+    for (int i = 0; !st && i < n; i++) { /* each bucket made when its first parameter comes */
+        ddp_param *p = &d->params[order[i]];
+        ddp_bucket *bk = &d->buckets[p->bucket];
+        if (!bk->flat)
+            bk->flat = tj_zeros_on(&numel[p->bucket], 1, tj_tensor_dtype(p->tensor), tj_tensor_device(p->tensor));
+        if (!bk->flat) st = tj_last_status();
     }
     tj_scope_begin(); /* the views are kept; the steps to them are not */
-    for (int k = 0; !st && k < d->n_params; k++) {
-        ddp_param *p = &d->params[k];
-        if (p->bucket < 0) continue;
+    for (int i = 0; !st && i < n; i++) {
+        ddp_param *p = &d->params[order[i]];
         tj_tensor *part = tj_narrow(d->buckets[p->bucket].flat, 0, p->offset, param_numel(p));
         tj_tensor *view = part ? tj_view(part, tj_sizes(p->tensor), tj_ndim(p->tensor)) : NULL;
         p->slice = view ? tj_retain(view) : NULL;
@@ -181,11 +182,31 @@ static tj_status make_buckets(tj_ddp *d) {
     tjc_free(open);
     tjc_free(kind);
     tjc_free(numel);
-    if (!st) {
-        d->stats.buckets = d->n_buckets;
-        for (int k = 0; k < d->n_params; k++) d->stats.parameters += d->params[k].bucket >= 0;
-    }
+    if (!st) d->stats.buckets = d->n_buckets;
     return st;
+}
+
+static void free_buckets(tj_ddp *d) {
+    for (int k = 0; d->params && k < d->n_params; k++) {
+        tj_release(d->params[k].slice);
+        d->params[k].slice = NULL;
+    }
+    for (int b = 0; d->buckets && b < d->n_buckets; b++) tj_release(d->buckets[b].flat);
+    tjc_free(d->buckets);
+    d->buckets = NULL;
+    d->n_buckets = 0;
+}
+
+/* The first packing: last graph input first, the reverse of the forward pass. */
+static tj_status make_first_buckets(tj_ddp *d) {
+    d->order = tjc_malloc(sizeof(int) * (size_t)(d->n_params ? d->n_params : 1));
+    d->arrival = tjc_malloc(sizeof(int) * (size_t)(d->n_params ? d->n_params : 1));
+    if (!d->order || !d->arrival) return tjc_error(TJ_ERR_MEMORY, "tj_ddp_wrap: out of memory");
+    d->n_order = 0;
+    for (int k = d->n_params - 1; k >= 0; k--)
+        if (d->params[k].bucket >= 0) d->order[d->n_order++] = k;
+    d->stats.parameters = d->n_order;
+    return make_buckets(d, d->order, d->n_order);
 }
 
 /* ---- the gradient hook --------------------------------------------------------------- */
@@ -274,6 +295,7 @@ static tj_status hook_ready(void *ctx, int input, tj_tensor *grad, int remaining
     tj_status st = fill_slice(d, p, grad);
     if (st) return st;
     p->ready = true;
+    d->arrival[d->n_arrived++] = d->param_of_input[input];
     d->buckets[p->bucket].n_ready++;
     st = start_ready_buckets(d, remaining, false);
     return st ? st : poll(d);
@@ -289,6 +311,7 @@ static void reset_pass(tj_ddp *d) {
         bk->started = bk->completed = false;
     }
     d->next_bucket = 0;
+    d->n_arrived = 0;
 }
 
 /* Completes every started all-reduce; the first failure is returned, and the
@@ -321,6 +344,52 @@ static tj_status publish(tj_ddp *d) {
     return st;
 }
 
+static tj_device meta_device(const tj_ddp *d);
+
+/* After the first synchronised pass, the buckets are packed again in the
+ * order the gradients came (rank 0's, so that every rank packs alike), when
+ * it differs from the first packing: a backward program may finish the
+ * gradients in another order than the reverse of the forward pass, and a
+ * bucket can only start once it is full. */
+static tj_status repack_in_arrival_order(tj_ddp *d) {
+    d->repacked = true;
+    int n = d->n_order;
+    int64_t *order = tjc_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    bool *taken = tjc_calloc((size_t)(d->n_params ? d->n_params : 1), sizeof(bool));
+    tj_status st = order && taken ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "tj_ddp: out of memory");
+    int at = 0;
+    for (int i = 0; !st && i < d->n_arrived; i++) {
+        order[at++] = d->arrival[i];
+        taken[d->arrival[i]] = true;
+    }
+    for (int i = 0; !st && i < n; i++) /* handed nothing this pass: where they were */
+        if (!taken[d->order[i]]) order[at++] = d->order[i];
+    int64_t len = n;
+    tj_scope_begin();
+    tj_tensor *t = st ? NULL : tj_to_device(tj_from_array(order, &len, 1, TJ_I64), meta_device(d));
+    if (!st && !t) st = tj_last_status();
+    if (!st && (st = tj_dist_broadcast(t, 0, d->group, NULL)))
+        st = fail(d, st, "agreeing on the order of the buckets failed");
+    tj_tensor *host = st ? NULL : tj_to_device(t, (tj_device){TJ_CPU, 0});
+    if (!st && !host) st = tj_last_status();
+    bool same = true;
+    for (int i = 0; !st && i < n; i++) {
+        int64_t k = ((const int64_t *)tj_data(host))[i];
+        if (k < 0 || k >= d->n_params || d->params[k].bucket < 0)
+            st = tjc_error(TJ_ERR_INTERNAL, "tj_ddp: rank 0's bucket order names parameter %lld, "
+                           "which this rank does not bucket", (long long)k);
+        else if (k != d->order[i]) same = false;
+        if (!st) d->order[i] = (int)k;
+    }
+    tj_scope_end();
+    tjc_free(order);
+    tjc_free(taken);
+    if (st || same) return st;
+    free_buckets(d);
+    st = make_buckets(d, d->order, n);
+    return st ? fail(d, st, "packing the buckets again failed") : TJ_OK;
+}
+
 static tj_status hook_finish(void *ctx, tj_status backward_status) {
     tj_ddp *d = ctx;
     if (d->no_sync) return backward_status;
@@ -350,6 +419,7 @@ static tj_status hook_finish(void *ctx, tj_status backward_status) {
             d->stats.steps++;
             for (int b = 0; b < d->n_buckets; b++) d->stats.bytes_reduced += d->buckets[b].bytes;
         }
+        if (!st && !d->repacked) st = repack_in_arrival_order(d);
     }
     reset_pass(d);
     if (backward_status) return backward_status;
@@ -441,11 +511,11 @@ static tj_status agree(tj_ddp *d, bool ok, const char *local_error) {
 
 static void ddp_destroy(tj_ddp *d) {
     if (!d) return;
-    for (int k = 0; d->params && k < d->n_params; k++) tj_release(d->params[k].slice);
-    for (int b = 0; d->buckets && b < d->n_buckets; b++) tj_release(d->buckets[b].flat);
+    free_buckets(d);
     tjc_free(d->params);
     tjc_free(d->param_of_input);
-    tjc_free(d->buckets);
+    tjc_free(d->order);
+    tjc_free(d->arrival);
     tjc_free(d);
 }
 
@@ -460,7 +530,7 @@ static tj_status prepare(tj_ddp *d, tj_program *program, const tj_ddp_options *o
         return tjc_error(TJ_ERR_ARG, "tj_ddp_wrap: the program was compiled without gradients "
                          "(set grad_parameters in tj_compile_options)");
     tj_status st = collect_params(d);
-    if (!st) st = make_buckets(d);
+    if (!st) st = make_first_buckets(d);
     if (!st) {
         tj_grad_hook hook = {.ctx = d, .ready = hook_ready, .finish = hook_finish};
         st = tj_program_set_grad_hook(program, &hook);
