@@ -328,7 +328,8 @@ static tj_status wait_all(tj_ddp *d) {
         d->stats.comm_s += bk->t_done - bk->t_start;
         if (st && !first) first = fail(d, st, "an all-reduce of gradients failed");
     }
-    return first;
+    /* the later handles' messages ("abandoned") do not replace the cause */
+    return first ? tjc_error(first, "tj_ddp: %s", d->failure) : TJ_OK;
 }
 
 static tj_status publish(tj_ddp *d) {
@@ -481,14 +482,14 @@ static tj_status agree(tj_ddp *d, bool ok, const char *local_error) {
     if (st) snprintf(msg, sizeof msg, "tj_ddp_wrap: comparing the ranks' parameters failed: %s",
                      tj_last_error());
     const int64_t *all = host ? tj_data(host) : NULL;
-    int me = tj_dist_rank();
+    if (!st && !ok) { /* this rank's own reason first */
+        st = TJ_ERR_ARG;
+        snprintf(msg, sizeof msg, "%s", local_error);
+    }
     for (int r = 0; !st && r < world; r++) {
-        const int64_t *m = all + (size_t)r * META_N;
-        if (!m[META_OK]) {
-            st = TJ_ERR_ARG;
-            if (r == me) snprintf(msg, sizeof msg, "%s", local_error);
-            else snprintf(msg, sizeof msg, "tj_ddp_wrap: rank %d could not wrap its program", r);
-        }
+        if (all[(size_t)r * META_N + META_OK]) continue;
+        st = TJ_ERR_ARG;
+        snprintf(msg, sizeof msg, "tj_ddp_wrap: rank %d could not wrap its program", r);
     }
     for (int r = 1; !st && r < world; r++) {
         const int64_t *a = all, *b = all + (size_t)r * META_N;
