@@ -28,6 +28,7 @@
 struct tj_dist_group {
     tjd_backend *backend;
     double timeout_s;
+    bool check; /* TJIT_DIST_CHECK: ranks compare each collective's arguments first */
     pthread_t thread;
     bool stopping;
     bool failed;
@@ -100,6 +101,89 @@ static void fail_group_locked(tj_dist_group *g, tj_dist_work **active, const cha
     g->queue_head = g->queue_tail = NULL;
 }
 
+/* ---- TJIT_DIST_CHECK: the ranks compare their arguments --------------------------------- */
+
+enum { CHECK_FIELDS = 5 };
+static const char *const check_field_names[CHECK_FIELDS] = {"collective", "dtype", "element count",
+                                                             "root", "reduce op"};
+/* the comparison's buffer: MPI may still write into it after a timeout */
+static int64_t check_buf[2 * CHECK_FIELDS];
+
+static int64_t check_field(const tj_dist_work *w, int f) {
+    switch (f) {
+    case 0: return w->args.kind;
+    case 1: return w->args.dtype;
+    case 2: return w->args.count;
+    case 3: return w->args.kind == TJD_BROADCAST ? w->args.root : 0;
+    default: return w->args.kind == TJD_ALL_REDUCE || w->args.kind == TJD_REDUCE_SCATTER
+                        ? (int64_t)w->args.op + (w->avg_divisor > 0 ? 10 : 0) : 0;
+    }
+}
+
+static void describe(char *out, size_t n, int f, int64_t v) {
+    static const char *const ops[] = {"sum", "avg", "max", "min"};
+    if (f == 0) snprintf(out, n, "%s", tjd_coll_name((tjd_coll_kind)v));
+    else if (f == 1) snprintf(out, n, "%s", v >= 0 && v < TJ_NUM_DTYPES ? tj_dtype_name((tj_dtype)v) : "?");
+    else if (f == 4) snprintf(out, n, "%s", ops[v >= 10 ? TJ_REDUCE_AVG : v & 3]);
+    else snprintf(out, n, "%lld", (long long)v);
+}
+
+/* One small all-reduce (the maximum of each field and of its negation): every
+ * rank learns the same minimum and maximum, so all of them refuse a
+ * collective they disagree on (refused_alike), and stay in step. Any other
+ * failure is the comparison's own (a timeout, an MPI error). */
+static tj_status check_agreement(tj_dist_group *g, const tj_dist_work *w, char *msg, size_t n,
+                                 bool *refused_alike) {
+    tjd_backend *b = g->backend;
+    const char *coll = tjd_coll_name(w->args.kind);
+    *refused_alike = false;
+    for (int f = 0; f < CHECK_FIELDS; f++) {
+        check_buf[2 * f] = check_field(w, f);
+        check_buf[2 * f + 1] = -check_field(w, f);
+    }
+    tjd_coll_args a = {.kind = TJD_ALL_REDUCE, .dtype = TJ_I64, .op = TJ_REDUCE_MAX,
+                       .recv = check_buf, .count = 2 * CHECK_FIELDS};
+    char err[384] = "";
+    void *req = NULL;
+    bool done = false;
+    tj_status s = b->start(b, &a, &req, err, sizeof err);
+    double deadline = now_s() + g->timeout_s;
+    while (s == TJ_OK && !done) {
+        s = b->test(b, req, &done, err, sizeof err);
+        if (s == TJ_OK && !done) {
+            if (now_s() > deadline) {
+                b->abandon(b, req);
+                snprintf(msg, n, "%s: rank %d: the ranks' comparison of its arguments "
+                         "(TJIT_DIST_CHECK) not complete after %g s (the timeout: a peer left or "
+                         "never called it); only tj_dist_finalize works now", coll, b->rank,
+                         g->timeout_s);
+                return TJ_ERR_COMM;
+            }
+            nanosleep(&(struct timespec){0, TJD_POLL_SLEEP_NS}, NULL);
+        }
+    }
+    if (s != TJ_OK) {
+        snprintf(msg, n, "%s: rank %d: comparing the ranks' arguments: %s", coll, b->rank, err);
+        return s;
+    }
+    for (int f = 0; f < CHECK_FIELDS; f++) {
+        int64_t hi = check_buf[2 * f], lo = -check_buf[2 * f + 1];
+        if (hi == lo) continue;
+        char los[48], his[48], mine[48];
+        describe(los, sizeof los, f, lo);
+        describe(his, sizeof his, f, hi);
+        describe(mine, sizeof mine, f, check_field(w, f));
+        snprintf(msg, n, "%s: rank %d: the ranks disagree on the %s (from %s to %s; this rank: "
+                 "%s); nothing was sent (TJIT_DIST_CHECK)", coll, b->rank, check_field_names[f],
+                 los, his, mine);
+        *refused_alike = true;
+        return TJ_ERR_COMM;
+    }
+    return TJ_OK;
+}
+
+/* ---- the thread itself ------------------------------------------------------------- */
+
 static void *comm_thread(void *arg) {
     tj_dist_group *g = arg;
     tjd_backend *b = g->backend;
@@ -119,13 +203,25 @@ static void *comm_thread(void *arg) {
             if (!g->queue_head) g->queue_tail = NULL;
             w->next = NULL;
             pthread_mutex_unlock(&lock);
-            err[0] = '\0';
-            tj_status s = b->start(b, &w->args, &w->req, err, sizeof err);
+            bool refused_alike = false;
+            tj_status s = g->check ? check_agreement(g, w, msg, sizeof msg, &refused_alike) : TJ_OK;
+            if (s == TJ_OK) {
+                err[0] = '\0';
+                s = b->start(b, &w->args, &w->req, err, sizeof err);
+                if (s != TJ_OK)
+                    snprintf(msg, sizeof msg, "%s: rank %d: %s", tjd_coll_name(w->args.kind), b->rank, err);
+            }
             w->deadline = now_s() + g->timeout_s;
             pthread_mutex_lock(&lock);
             if (s != TJ_OK) {
-                snprintf(msg, sizeof msg, "%s: rank %d: %s", tjd_coll_name(w->args.kind), b->rank, err);
                 finish_locked(w, s, msg);
+                /* a collective this rank could not start (or compare) leaves
+                 * the others waiting for it: the group fails; a disagreement
+                 * found by the comparison is refused by every rank alike */
+                if (!refused_alike) {
+                    fail_group_locked(g, &active, msg);
+                    active_tail = &active;
+                }
             } else {
                 *active_tail = w;
                 active_tail = &w->next;
@@ -145,12 +241,23 @@ static void *comm_thread(void *arg) {
             }
             w->req = NULL;
             *p = w->next;
-            if (s == TJ_OK) tjd_work_complete(w);
-            snprintf(msg, sizeof msg, "%s: rank %d: %s", tjd_coll_name(w->args.kind), b->rank, err);
+            progressed = true;
+            if (s == TJ_OK) {
+                tjd_work_complete(w);
+                pthread_mutex_lock(&lock);
+                finish_locked(w, TJ_OK, "");
+                pthread_mutex_unlock(&lock);
+                continue;
+            }
+            /* the ranks are out of step now: the group fails as after a timeout */
+            snprintf(msg, sizeof msg, "%s: rank %d: %s (ranks that pass different sizes or dtypes "
+                     "fail so; TJIT_DIST_CHECK=1 compares them first)", tjd_coll_name(w->args.kind),
+                     b->rank, err);
             pthread_mutex_lock(&lock);
             finish_locked(w, s, msg);
+            fail_group_locked(g, &active, msg);
             pthread_mutex_unlock(&lock);
-            progressed = true;
+            break;
         }
         active_tail = &active;
         while (*active_tail) active_tail = &(*active_tail)->next;
@@ -229,6 +336,8 @@ tj_status tj_dist_init(const char *backend, const tj_dist_options *opts) {
     memset(&world, 0, sizeof world);
     world.backend = b;
     world.timeout_s = timeout;
+    const char *check = getenv("TJIT_DIST_CHECK");
+    world.check = check && check[0] && strcmp(check, "0") != 0;
     int rc = pthread_create(&world.thread, NULL, comm_thread, &world);
     if (rc) {
         b->finalize(b, false);

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,7 @@ tj_status tjd_mpi_open(tjd_backend **out) {
     s->api = api;
     b->name = "mpi";
     b->device = TJ_CPU;
+    b->max_count = INT_MAX; /* MPI's counts are int */
     b->start = mpi_start;
     b->test = mpi_test;
     b->abandon = mpi_abandon;

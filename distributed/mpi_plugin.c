@@ -59,6 +59,13 @@ static int plugin_init(int *rank, int *size, int *thread_level, char *err, size_
         rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, thread_level);
         if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Init_thread", err, errlen);
         initialised_here = 1;
+        /* Open MPI reports an error found while testing a non-blocking
+         * collective (a truncation where ranks passed different counts) on
+         * MPI_COMM_WORLD, not on the request's communicator: with MPI's
+         * default handler that would abort the job instead of failing the
+         * collective. (A program that initialised MPI itself keeps its own
+         * handler.) */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     } else {
         MPI_Query_thread(thread_level);
     }

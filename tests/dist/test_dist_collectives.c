@@ -213,6 +213,27 @@ static void many_handles_in_flight(void **state) {
     }
 }
 
+/* Sums of arbitrary floats depend on the order they are added in; every
+ * rank must still get the same bits (data-parallel replicas stay identical). */
+static void every_rank_gets_the_same_bits(void **state) {
+    (void)state;
+    for (int d = 0; d < 2; d++)
+        for (int op = TJ_REDUCE_SUM; op <= TJ_REDUCE_AVG; op++)
+            for (int64_t n = 1001; n <= (1 << 20) + 3; n += (1 << 20) + 2 - 1001) {
+                tj_dtype dt = d ? TJ_F64 : TJ_F32;
+                tj_tensor *t = tt_random(gen, (const int64_t[]){n}, 1, dt, -1e3, 1e3);
+                assert_int_equal(tj_dist_all_reduce(t, (tj_reduce_op)op, NULL, NULL), TJ_OK);
+                tj_tensor *all = zeros(dt, n * world, false);
+                assert_int_equal(tj_dist_all_gather(all, t, NULL, NULL), TJ_OK);
+                size_t bytes = (size_t)n * tj_dtype_size(dt);
+                for (int r = 0; r < world; r++)
+                    if (memcmp((char *)tj_data(all) + (size_t)r * bytes, tj_data(t), bytes))
+                        fail_msg("rank %d: the %s %s all-reduce of %lld elements differs from rank %d's",
+                                 rank, tj_dtype_name(dt), op ? "avg" : "sum", (long long)n, r);
+                cases++;
+            }
+}
+
 static void barrier_and_group_queries(void **state) {
     (void)state;
     assert_true(tj_dist_is_initialized());
@@ -294,6 +315,36 @@ static void errors_are_refused_naming_the_collective(void **state) {
     cases++;
 }
 
+/* With TJIT_DIST_CHECK the ranks compare each collective's arguments
+ * first: every rank refuses one they disagree on, naming what differs, and
+ * the group goes on. */
+static void disagreements_are_refused_when_checked(void **state) {
+    (void)state;
+    const char *check = getenv("TJIT_DIST_CHECK");
+    if (!check || !strcmp(check, "0") || world == 1) {
+        if (rank == 0) printf("(TJIT_DIST_CHECK is off or the world is one process: skipped)\n");
+        skip();
+    }
+    tj_tensor *t = zeros(TJ_F32, 5 + (rank == 1), false);
+    REFUSED(tj_dist_all_reduce(t, TJ_REDUCE_SUM, NULL, NULL), TJ_ERR_COMM,
+            "tj_dist_all_reduce: rank");
+    tt_assert_error("the ranks disagree on the element count (from 5 to 6; this rank:");
+    tj_tensor *u = zeros(rank == 0 ? TJ_F64 : TJ_F32, 4, false);
+    REFUSED(tj_dist_broadcast(u, 0, NULL, NULL), TJ_ERR_COMM, "disagree on the dtype (from f32 to f64");
+    tj_tensor *v = zeros(TJ_F32, 4, false);
+    REFUSED(tj_dist_broadcast(v, rank == 0 ? 1 : 0, NULL, NULL), TJ_ERR_COMM, "disagree on the root");
+    REFUSED(tj_dist_all_reduce(v, rank == 0 ? TJ_REDUCE_MAX : TJ_REDUCE_AVG, NULL, NULL), TJ_ERR_COMM,
+            "disagree on the reduce op (from max to avg");
+    tj_tensor *big = zeros(TJ_F32, 4 * world, false);
+    REFUSED(rank == 0 ? tj_dist_barrier(NULL, NULL) : tj_dist_all_gather(big, v, NULL, NULL),
+            TJ_ERR_COMM, "disagree on the collective");
+    /* the group goes on */
+    tj_tensor *one = tj_ones((const int64_t[]){3}, 1, TJ_F32);
+    assert_int_equal(tj_dist_all_reduce(one, TJ_REDUCE_AVG, NULL, NULL), TJ_OK);
+    assert_int_equal(tj_get(one, (const int64_t[]){1}), 1.0);
+    cases++;
+}
+
 int main(void) {
     if (tj_dist_init("mpi", NULL) != TJ_OK) {
         fprintf(stderr, "tj_dist_init: %s\n", tj_last_error());
@@ -307,7 +358,9 @@ int main(void) {
         TT_SCOPED_TEST(blocking_collectives_match_one_process),
         TT_SCOPED_TEST(handles_outstanding_together_waited_out_of_order),
         TT_SCOPED_TEST(many_handles_in_flight),
+        TT_SCOPED_TEST(every_rank_gets_the_same_bits),
         TT_SCOPED_TEST(errors_are_refused_naming_the_collective),
+        TT_SCOPED_TEST(disagreements_are_refused_when_checked),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     if (rank == 0) printf("collective cases: %ld (world size %d)\n", cases, world);
