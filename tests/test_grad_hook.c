@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/storage.h"
 #include "examples/models/models.h"
 #include "interpreter/program.h"
 #include "tests/support/fuser_cases.h"
@@ -227,6 +229,9 @@ static void set_grad_and_removal(void **state) {
         tj_tensor *got = tj_program_grad(p, name);
         assert_ptr_equal(got, mine);
         tj_release(got);
+        tt_ref zeros = tt_ref_of(mine); /* nothing was added into it */
+        for (int64_t e = 0; e < zeros.numel; e++) assert_true(zeros.v[e] == 0.0);
+        tt_ref_free(&zeros);
         /* the hook sets them: tj_program_grad returns what it set */
         r.set_grad = true;
         recorder_reset(&r);
@@ -402,6 +407,67 @@ static void input_gradients_returned(void **state) {
     case_close(&c);
 }
 
+static long long live_bytes(void) {
+    tjc_alloc_counts c;
+    tjc_alloc_counts_get(&c);
+    return c.live_bytes;
+}
+
+/* One hooked forward/backward pair whose hook copies each gradient and sets
+ * it; then everything this pair made is let go. */
+static tj_status hooked_pair(const model_case *c, tj_program *p, recorder *r) {
+    tj_clear_error();
+    tj_tensor *loss = NULL;
+    tj_status st = tj_run(p, c->in, &loss);
+    tj_release(loss);
+    if (!st) st = tj_backward(p, NULL, NULL);
+    recorder_reset(r);
+    tj_program_zero_grad(p);
+    return st;
+}
+
+/* With the k-th allocation failing, for every k of a hooked pair (in the
+ * replay, in the hook, in tj_program_set_grad): TJ_ERR_MEMORY with a
+ * message, or success; finish always runs once backward was called; no
+ * storage is left behind. */
+static void hooked_backward_survives_allocation_failures(void **state) {
+    (void)state;
+    for (int dyn = 0; dyn < 2; dyn++) {
+        model_case c;
+        case_open(&c, &tjx_mlp);
+        tj_program *p = compile(&c, dyn);
+        recorder r = {.p = p, .set_grad = true};
+        recorder_reset(&r);
+        tj_grad_hook h = hook_of(&r);
+        assert_int_equal(tj_program_set_grad_hook(p, &h), TJ_OK);
+        for (int i = 0; i < 2; i++) assert_int_equal(hooked_pair(&c, p, &r), TJ_OK);
+        long long live = live_bytes(), before = tjc_alloc_count();
+        assert_int_equal(hooked_pair(&c, p, &r), TJ_OK);
+        long long total = tjc_alloc_count() - before, failed = 0;
+        assert_true(total > 0);
+        for (long long k = 1; k <= total; k++) {
+            tjc_alloc_fail_at(k);
+            tj_status st = hooked_pair(&c, p, &r);
+            tjc_alloc_fail_at(0);
+            if (st) {
+                failed++;
+                if (st != TJ_ERR_MEMORY || !tj_last_error()[0])
+                    fail_msg("allocation %lld of %lld: %s: %s", k, total, tj_status_name(st),
+                             tj_last_error());
+            }
+            if (live_bytes() != live)
+                fail_msg("allocation %lld of %lld failing: %lld bytes of storage left", k, total,
+                         live_bytes() - live);
+        }
+        assert_true(failed > 0);
+        print_message("mlp%s: %lld allocations per hooked pair, %lld failed with TJ_ERR_MEMORY\n",
+                      dyn ? " (dynamic_replay)" : "", total, failed);
+        assert_int_equal(hooked_pair(&c, p, &r), TJ_OK);
+        tj_program_free(p);
+        case_close(&c);
+    }
+}
+
 /* ---- the replays' "output ready" ---------------------------------------------------- */
 
 /* a = 2x, then written in place after b = exp(x) was made; c = sin(b)
@@ -524,6 +590,7 @@ int main(void) {
         cmocka_unit_test(set_grad_errors),
         cmocka_unit_test(hook_errors),
         cmocka_unit_test(input_gradients_returned),
+        cmocka_unit_test(hooked_backward_survives_allocation_failures),
         cmocka_unit_test(ready_after_last_write),
         cmocka_unit_test(ready_error_stops_the_run),
     };
