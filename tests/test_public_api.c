@@ -371,6 +371,19 @@ static void c_npy(void) {
     FAILS_STATUS(tj_save_npy("/nonexistent/dir/x.npy", T));
 }
 
+/* ---- distributed.h: data-parallel training ------------------------------------------------ */
+
+static void c_ddp(void) {
+    tj_ddp_stats stats;
+    tj_ddp_options opts = {.bucket_bytes = -1};
+    FAILS_NULL(tj_ddp_wrap(NULL, NULL, NULL));
+    FAILS_NULL(tj_ddp_wrap(P, NULL, NULL));   /* no process group (and no gradients) */
+    FAILS_NULL(tj_ddp_wrap(P, NULL, &opts));
+    FAILS_STATUS(tj_ddp_set_no_sync(NULL, true));
+    FAILS_STATUS(tj_ddp_get_stats(NULL, &stats));
+    WORKS(tj_ddp_free(NULL));
+}
+
 /* ---- profile.h, version.h (ir.h, passes.h, onnx.h: tests/support/api_checks_ir.c) --- */
 
 static void c_profile(void) {
@@ -486,6 +499,7 @@ static const api_entry table[] = {
     {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_dce "
      "tj_pass_cse tj_pass_constant_fold tj_pass_peephole tj_pass_canonicalize tj_pass_fuse "
      "tj_autodiff tj_gradient_free tj_grad_graph", tt_api_passes},
+    {"tj_ddp_wrap tj_ddp_set_no_sync tj_ddp_get_stats tj_ddp_free", c_ddp},
     {"tj_program_profile tj_profile_reset tj_profile_report tj_profile_write_trace", c_profile},
     {"tj_graph_export_onnx tj_graph_export_onnx_bytes tj_graph_import_onnx "
      "tj_graph_import_onnx_ex tj_graph_import_onnx_bytes tj_onnx_load_tensor "
