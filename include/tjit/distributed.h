@@ -15,6 +15,9 @@
  * with TJ_ERR_COMM naming the collective; after such a failure the group can
  * only be finalized.
  */
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_DISTRIBUTED_H
 #define TJIT_DISTRIBUTED_H
 

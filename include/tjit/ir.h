@@ -19,6 +19,9 @@
  * tjit.h's. */
 #include "tjit/tjit.h"
 
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_IR_H
 #define TJIT_IR_H
 

@@ -3,6 +3,9 @@
  * configured with TJIT_ONNX (protobuf-c and ONNX's onnx.proto found); without
  * it the functions fail with TJ_ERR_UNSUPPORTED and say so.
  */
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_ONNX_H
 #define TJIT_ONNX_H
 

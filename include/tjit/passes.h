@@ -2,6 +2,9 @@
  * idempotent (running it twice changes nothing the second time), and leaves a
  * graph that tj_graph_verify accepts; in builds with TJIT_VERIFY_PASSES the
  * pipeline verifies after every pass. docs/passes.md describes each pass. */
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_PASSES_H
 #define TJIT_PASSES_H
 

@@ -9,6 +9,9 @@
  * While profiling is off, a replay only tests a flag around each
  * instruction; nothing is recorded.
  */
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_PROFILE_H
 #define TJIT_PROFILE_H
 

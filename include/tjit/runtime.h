@@ -6,6 +6,9 @@
  *   tj_program *p = tj_compile(g, NULL);
  *   tj_run(p, inputs, outputs);
  */
+/* the umbrella header first, outside this guard: it includes every public
+ * header in dependency order, whichever of them a user includes first */
+#include "tjit/tjit.h"
 #ifndef TJIT_RUNTIME_H
 #define TJIT_RUNTIME_H
 
