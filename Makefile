@@ -41,15 +41,17 @@ demo: build
 	$(BUILD_DIR)/example_demo
 	$(BUILD_DIR)/example_train mlp 30
 
-# after the run, the CUDA tests' own counts (cases on the host harness, NVRTC
-# sources compiled), which ctest keeps in its log
-CUDA_COUNTS = grep -h -E "cases on cuda|NVRTC .*compiled" Testing/Temporary/LastTest.log | sort -u || true
+# after the run, the counts the CUDA and distributed tests print (cases on the
+# host harness, NVRTC sources compiled, collectives and DDP checks under
+# mpirun), which ctest keeps in its log
+TEST_COUNTS = grep -h -E "cases on cuda|NVRTC .*compiled|collective cases|^test_ddp:" \
+	Testing/Temporary/LastTest.log | sort -u || true
 
 test-release: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j2 && $(CUDA_COUNTS)
+	cd $(BUILD_DIR) && ctest --output-on-failure -j2 && $(TEST_COUNTS)
 
 test-asan: build-asan
-	cd $(ASAN_DIR) && ctest --output-on-failure -j2 && $(CUDA_COUNTS)
+	cd $(ASAN_DIR) && ctest --output-on-failure -j2 && $(TEST_COUNTS)
 
 test-tsan: build-tsan
 	cd $(TSAN_DIR) && ctest --output-on-failure -j2
