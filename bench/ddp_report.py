@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""ddp_report.py — `make bench-ddp`: the data-parallel training table. For each
+world size it runs tjit's bench_ddp under mpirun (bench/ddp.c) and then the same
+steps in PyTorch 2.x's DistributedDataParallel over Gloo (bench/torch_ddp.py, in
+build/torch-venv's python), one thread per rank on both sides, and prints the
+table: steps/s, weak-scaling efficiency, the share of tjit's all-reduce time
+hidden behind backward, PyTorch's steps/s and efficiency, and the ratio. It
+writes <out>/ddp.md and the measured lines to <out>/ddp.jsonl.
+
+Every rank trains on a batch of a fixed size (weak scaling), so a step at N
+ranks does N times the work of a step at one rank, and
+  efficiency(N) = throughput(N) / (N * throughput(1)) = steps/s(N) / steps/s(1)
+(throughput: samples per second). With more ranks than CPUs the ranks share
+cores and the efficiency is bounded by cores / N: the table says so.
+
+--docs FILE also replaces the part of FILE between "<!-- ddp:begin -->" and
+"<!-- ddp:end -->" with the table. Standard library only.
+Usage: ddp_report.py [--bench build/bench_ddp] [--torch2 PYTHON] [--out DIR]
+                     [--budget S] [--ranks 1,2,4] [--bucket-bytes 0,262144]
+                     [--mpirun mpirun] [--docs FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+from torch_compare import cpu_snapshot, others_share
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = {"mlp": "MLP 784-256-256-10 (batch 256 per rank, nll)",
+             "transformer": "transformer block (1 x 128 x 256 per rank, mean square)"}
+HIDDEN_TARGET = 0.5  # of all-reduce time hidden at the largest world size
+
+
+def run_side(cmd, env):
+    """Runs one side; returns (the ddp lines as dicts, its other lines, the
+    share of the CPUs other processes used meanwhile, an error or None)."""
+    before = cpu_snapshot()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    share = others_share(before, cpu_snapshot())
+    rows, other = [], []
+    for line in proc.stdout.splitlines():
+        if line.startswith("ddp {"):
+            rows.append(json.loads(line[4:]))
+        elif line.strip():
+            other.append(line)
+    err = None
+    if proc.returncode:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-4:])
+        err = f"{' '.join(cmd[:2])} ... exited with status {proc.returncode}: {tail[-600:]}"
+    for r in rows:
+        r["others_cpu_share"] = share
+    return rows, other, err
+
+
+def bucket_label(b):
+    if b >= 1 << 20:
+        return f"{b / (1 << 20):g} MB"
+    return f"{b / 1024:g} KB"
+
+
+def fmt(x, spec=".3g", none="n/a"):
+    return none if x is None else format(x, spec)
+
+
+def table(rows, cores):
+    """The markdown table of the rows (both sides', every world size)."""
+    by = {(r["impl"], r["workload"], r["bucket_bytes"], r["ranks"]): r for r in rows}
+    one = lambda impl, w, b: by.get((impl, w, b, 1))  # noqa: E731
+    out = ["| workload | bucket | ranks | tjit steps/s | tjit efficiency | tjit buckets | "
+           "all-reduce ms/step (exposed) | hidden | PyTorch DDP steps/s | PyTorch efficiency | "
+           "tjit / PyTorch |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(r["workload"], r["bucket_bytes"], r["ranks"]) for r in rows},
+                  key=lambda k: (list(WORKLOADS).index(k[0]), -k[1], k[2]))
+    for w, b, n in keys:
+        t, p = by.get(("tjit", w, b, n)), by.get(("torch", w, b, n))
+        t1, p1 = one("tjit", w, b), one("torch", w, b)
+        eff = lambda r, r1: (r["steps_per_s"] / r1["steps_per_s"]  # noqa: E731
+                             if r and r1 else None)
+        te, pe = eff(t, t1), eff(p, p1)
+        ranks = f"{n} (on {cores} cores)" if n > cores else str(n)
+        comm = (f"{t['comm_ms_per_step']:.3g} ({t['exposed_ms_per_step']:.3g})"
+                if t and n > 1 else "–")
+        hidden = fmt(t["hidden"], ".0%") if t and t["hidden"] is not None else "–"
+        out.append(" | ".join([
+            f"| {w}", bucket_label(b), ranks,
+            fmt(t and t["steps_per_s"], ".1f"), fmt(te, ".0%"), str(t["buckets"]) if t else "n/a",
+            comm, hidden, fmt(p and p["steps_per_s"], ".1f"), fmt(pe, ".0%"),
+            fmt(t["steps_per_s"] / p["steps_per_s"], ".2f") + "x" if t and p else "n/a"]) + " |")
+    return out
+
+
+def targets(rows, default_bucket, max_ranks):
+    """The issue's targets checked against the rows, one line each."""
+    lines = []
+    by = {(r["impl"], r["workload"], r["bucket_bytes"], r["ranks"]): r for r in rows}
+    for w in WORKLOADS:
+        worse = []
+        for n in sorted({r["ranks"] for r in rows}):
+            t, p = by.get(("tjit", w, default_bucket, n)), by.get(("torch", w, default_bucket, n))
+            if t and p and t["steps_per_s"] < p["steps_per_s"]:
+                worse.append(f"{n} ranks ({t['steps_per_s'] / p['steps_per_s']:.2f}x)")
+            elif not (t and p):
+                worse.append(f"{n} ranks (not measured)")
+        lines.append(f"* {w}: tjit's step at least as fast as PyTorch DDP's at every world size "
+                     f"(default buckets): " + ("met" if not worse else "NOT met at " + ", ".join(worse)))
+        for b in sorted({r["bucket_bytes"] for r in rows}, reverse=True):
+            t = by.get(("tjit", w, b, max_ranks))
+            h = t and t["hidden"]
+            verdict = ("met" if h is not None and h >= HIDDEN_TARGET else "NOT met")
+            lines.append(f"* {w}, {bucket_label(b)} buckets: >= {HIDDEN_TARGET:.0%} of all-reduce "
+                         f"time hidden at {max_ranks} ranks: {verdict} ({fmt(h, '.0%')})")
+    return lines
+
+
+def replace_docs(path, text):
+    with open(path) as f:
+        doc = f.read()
+    begin, end = "<!-- ddp:begin -->", "<!-- ddp:end -->"
+    if begin not in doc or end not in doc:
+        sys.exit(f"ddp_report: {path} has no {begin} ... {end} part")
+    head, rest = doc.split(begin, 1)
+    with open(path, "w") as f:
+        f.write(head + begin + "\n" + text + "\n" + end + rest.split(end, 1)[1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", default="build/bench_ddp")
+    ap.add_argument("--torch2", default="build/torch-venv/bin/tjit-python")
+    ap.add_argument("--out", default="build/bench")
+    ap.add_argument("--budget", type=float, default=2.0,
+                    help="seconds of timed steps per row and side")
+    ap.add_argument("--ranks", default="1,2,4")
+    ap.add_argument("--bucket-bytes", default="0,262144",
+                    help="bucket sizes, both sides (0: the 25 MB default)")
+    ap.add_argument("--windows", type=int, default=5)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--docs", help="markdown file whose ddp:begin/end part gets the table")
+    args = ap.parse_args()
+    ranks = [int(n) for n in args.ranks.split(",")]
+    buckets = [int(b) or 25 << 20 for b in args.bucket_bytes.split(",")]
+    os.makedirs(args.out, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    common = ["--budget", str(args.budget), "--windows", str(args.windows),
+              "--bucket-bytes", ",".join(str(b) for b in buckets)]
+    if args.only:
+        common += ["--only", args.only]
+    torch2 = os.path.abspath(args.torch2)
+    have_torch = os.path.exists(torch2)
+    rows, head, errors = [], {}, []
+    for n in ranks:
+        # ranks are not bound to cores: with more ranks than cores they share them
+        cmd = [args.mpirun, "--oversubscribe", "--bind-to", "none", "-x", "OMP_NUM_THREADS",
+               "-np", str(n), os.path.abspath(args.bench)] + common
+        got, other, err = run_side(cmd, env)
+        rows += got
+        head.setdefault("tjit", other)
+        if err:
+            errors.append(err)
+        for r in got:
+            print(f"tjit  {r['workload']:12s} {bucket_label(r['bucket_bytes']):>6s} {n} ranks: "
+                  f"{r['steps_per_s']:8.1f} steps/s, hidden {fmt(r['hidden'], '.0%')}", flush=True)
+        if not have_torch:
+            continue
+        got, other, err = run_side([torch2, os.path.join(HERE, "torch_ddp.py"), "--world", str(n)]
+                                   + common, env)
+        rows += got
+        head.setdefault("torch", other)
+        if err:
+            errors.append(err)
+        for r in got:
+            print(f"torch {r['workload']:12s} {bucket_label(r['bucket_bytes']):>6s} {n} ranks: "
+                  f"{r['steps_per_s']:8.1f} steps/s", flush=True)
+    with open(os.path.join(args.out, "ddp.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+    cores = os.cpu_count() or 1
+    torch_version = next((r["version"] for r in rows if r["impl"] == "torch"), None)
+    lines = [f"Data-parallel training steps, {datetime.date.today()}, "
+             f"{platform.processor() or platform.machine()} with {cores} CPUs, one thread per rank"]
+    lines += [f"    {x}" for x in head.get("tjit", [])[:3]]
+    lines.append(f"    PyTorch: {torch_version}, DistributedDataParallel over Gloo" if torch_version
+                 else f"    PyTorch 2.x: not measured ({torch2} is missing: make bench-deps)")
+    lines.append("")
+    lines.append("Weak scaling: a fixed batch per rank; efficiency = throughput(N) / (N x "
+                 "throughput(1)) = steps/s(N) / steps/s(1). hidden = 1 - exposed / all-reduce "
+                 "time (tjit's DDP statistics, summed over buckets).")
+    if max(ranks) > cores:
+        lines.append(f"More ranks than the machine's {cores} CPUs: those ranks share cores "
+                     f"(mpirun --oversubscribe), so their efficiency is at most {cores}/N.")
+    busy = max((r["others_cpu_share"] for r in rows), default=0)
+    lines.append(f"Other processes used up to {busy:.0%} of the CPUs during a run.")
+    lines.append("")
+    lines += table(rows, cores)
+    lines.append("")
+    lines += targets(rows, 25 << 20, max(ranks))
+    for e in errors:
+        lines.append(f"* error: {e}")
+    text = "\n".join(lines)
+    print("\n" + text)
+    with open(os.path.join(args.out, "ddp.md"), "w") as f:
+        f.write(text + "\n")
+    if args.docs:
+        replace_docs(args.docs, text)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
