@@ -66,30 +66,51 @@ def fmt(x, spec=".3g", none="n/a"):
     return none if x is None else format(x, spec)
 
 
+def ordered(rows):
+    """(workload, bucket bytes, ranks) of the rows, in the table's order."""
+    return sorted({(r["workload"], r["bucket_bytes"], r["ranks"]) for r in rows},
+                  key=lambda k: (list(WORKLOADS).index(k[0]), -k[1], k[2]))
+
+
 def table(rows, cores):
     """The markdown table of the rows (both sides', every world size)."""
     by = {(r["impl"], r["workload"], r["bucket_bytes"], r["ranks"]): r for r in rows}
-    one = lambda impl, w, b: by.get((impl, w, b, 1))  # noqa: E731
     out = ["| workload | bucket | ranks | tjit steps/s | tjit efficiency | tjit buckets | "
-           "all-reduce ms/step (exposed) | hidden | PyTorch DDP steps/s | PyTorch efficiency | "
-           "tjit / PyTorch |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    keys = sorted({(r["workload"], r["bucket_bytes"], r["ranks"]) for r in rows},
-                  key=lambda k: (list(WORKLOADS).index(k[0]), -k[1], k[2]))
-    for w, b, n in keys:
+           "all-reduce hidden | PyTorch DDP steps/s | PyTorch efficiency | tjit / PyTorch |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for w, b, n in ordered(rows):
         t, p = by.get(("tjit", w, b, n)), by.get(("torch", w, b, n))
-        t1, p1 = one("tjit", w, b), one("torch", w, b)
+        t1, p1 = by.get(("tjit", w, b, 1)), by.get(("torch", w, b, 1))
         eff = lambda r, r1: (r["steps_per_s"] / r1["steps_per_s"]  # noqa: E731
                              if r and r1 else None)
-        te, pe = eff(t, t1), eff(p, p1)
-        ranks = f"{n} (on {cores} cores)" if n > cores else str(n)
-        comm = (f"{t['comm_ms_per_step']:.3g} ({t['exposed_ms_per_step']:.3g})"
-                if t and n > 1 else "–")
+        ranks = f"{n} (on {cores} CPUs)" if n > cores else str(n)
         hidden = fmt(t["hidden"], ".0%") if t and t["hidden"] is not None else "–"
         out.append(" | ".join([
-            f"| {w}", bucket_label(b), ranks,
-            fmt(t and t["steps_per_s"], ".1f"), fmt(te, ".0%"), str(t["buckets"]) if t else "n/a",
-            comm, hidden, fmt(p and p["steps_per_s"], ".1f"), fmt(pe, ".0%"),
+            f"| {w}", bucket_label(b), ranks, fmt(t and t["steps_per_s"], ".1f"),
+            fmt(eff(t, t1), ".0%"), str(t["buckets"]) if t else "n/a", hidden,
+            fmt(p and p["steps_per_s"], ".1f"), fmt(eff(p, p1), ".0%"),
             fmt(t["steps_per_s"] / p["steps_per_s"], ".2f") + "x" if t and p else "n/a"]) + " |")
+    return out
+
+
+def breakdown(rows):
+    """Where a step's time goes, in ms: each side's step with DDP and the same
+    step without DDP (every rank at once: the machine's sharing alone), tjit's
+    all-reduce time per step, the part backward did not hide, and the buckets
+    whose all-reduce started while backward still ran."""
+    by = {(r["impl"], r["workload"], r["bucket_bytes"], r["ranks"]): r for r in rows}
+    ms = lambda r, key: fmt(r and r.get(key) and 1e3 / r[key], ".2f")  # noqa: E731
+    out = ["| workload | bucket | ranks | tjit step | tjit step without DDP | tjit all-reduce "
+           "(exposed) | buckets started during backward | PyTorch step | PyTorch step without DDP |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for w, b, n in ordered(rows):
+        t, p = by.get(("tjit", w, b, n)), by.get(("torch", w, b, n))
+        comm = (f"{t['comm_ms_per_step']:.2f} ({t['exposed_ms_per_step']:.2f})"
+                if t and n > 1 else "–")
+        early = f"{t['early_buckets_per_step']:.3g} of {t['buckets']}" if t and n > 1 else "–"
+        out.append(" | ".join([f"| {w}", bucket_label(b), str(n), ms(t, "steps_per_s"),
+                               ms(t, "no_comm_steps_per_s"), comm, early, ms(p, "steps_per_s"),
+                               ms(p, "no_comm_steps_per_s")]) + " |")
     return out
 
 
@@ -97,7 +118,7 @@ def targets(rows, default_bucket, max_ranks):
     """The issue's targets checked against the rows, one line each."""
     lines = []
     by = {(r["impl"], r["workload"], r["bucket_bytes"], r["ranks"]): r for r in rows}
-    for w in WORKLOADS:
+    for w in [w for w in WORKLOADS if any(r["workload"] == w for r in rows)]:
         worse = []
         for n in sorted({r["ranks"] for r in rows}):
             t, p = by.get(("tjit", w, default_bucket, n)), by.get(("torch", w, default_bucket, n))
@@ -199,6 +220,8 @@ def main():
     lines.append(f"Other processes used up to {busy:.0%} of the CPUs during a run.")
     lines.append("")
     lines += table(rows, cores)
+    lines += ["", "Milliseconds per step (medians):", ""]
+    lines += breakdown(rows)
     lines.append("")
     lines += targets(rows, 25 << 20, max(ranks))
     for e in errors:

@@ -11,7 +11,8 @@ same step (forward, backward through DDP, SGD p -= lr * grad, gradients
 dropped), one thread per rank (OMP_NUM_THREADS=1 and torch.set_num_threads(1)),
 and the same timing: 3 + 3 warm-up steps, rank 0's time of the last 3 sets the
 steps per window (broadcast), a barrier before each window, the median of the
-windows' steps/s. The ranks are processes started here (torch.multiprocessing,
+windows' steps/s; then the same windows without DDP (no communication, every
+rank at once). The ranks are processes started here (torch.multiprocessing,
 MASTER_ADDR=127.0.0.1 and a free port). Rank 0 prints one line per workload
 and bucket size, as bench_ddp does:
   ddp {"impl": "torch", "workload": "mlp", "ranks": 2, "steps_per_s": ..., ...}
@@ -107,17 +108,26 @@ def run(rank, world, name, bucket_bytes, args):
     ddp = DDP(model, bucket_cap_mb=cap / (1 << 20))  # parameters broadcast from rank 0
     params = list(ddp.parameters())
 
-    def step():
-        ddp(*inputs).backward()
+    def step(m):
+        m(*inputs).backward()
         with torch.no_grad():
             for p in params:
                 p.sub_(p.grad, alpha=lr)
         for p in params:
             p.grad = None
 
-    def steps(n):
+    def steps(n, m=ddp):
         for _ in range(n):
-            step()
+            step(m)
+
+    def windows(n, m=ddp):
+        rates = []
+        for _ in range(args.windows):
+            dist.barrier()
+            t0 = time.perf_counter()
+            steps(n, m)
+            rates.append(n / (time.perf_counter() - t0))
+        return rates
 
     steps(3)
     t0 = time.perf_counter()
@@ -126,12 +136,11 @@ def run(rank, world, name, bucket_bytes, args):
     n = torch.tensor([max(2.0, args.budget / args.windows / per_step)], dtype=torch.float64)
     dist.broadcast(n, 0)  # every rank runs the same steps: each all-reduces
     n = int(n.item())
-    rates = []
-    for _ in range(args.windows):
-        dist.barrier()
-        t0 = time.perf_counter()
-        steps(n)
-        rates.append(n / (time.perf_counter() - t0))
+    rates = windows(n)
+    # the same steps without DDP, every rank at once: what the ranks' sharing of
+    # the machine leaves of one rank's speed, with no communication
+    steps(2, model)
+    alone = windows(n, model)
     if rank == 0:
         grad_bytes = sum(p.numel() * p.element_size() for p in params)
         line = {"impl": "torch", "workload": name, "ranks": world, "batch_per_rank": batch,
@@ -140,6 +149,7 @@ def run(rank, world, name, bucket_bytes, args):
                 "windows": args.windows, "steps_per_window": n,
                 "steps_per_s": statistics.median(rates), "steps_per_s_min": min(rates),
                 "steps_per_s_max": max(rates), "steps_per_s_mean": statistics.mean(rates),
+                "no_comm_steps_per_s": statistics.median(alone),
                 "comm_ms_per_step": None, "exposed_ms_per_step": None, "hidden": None,
                 "version": torch.__version__, "backend": "gloo"}
         print("ddp " + json.dumps(line), flush=True)
