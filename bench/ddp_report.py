@@ -57,6 +57,8 @@ def run_side(cmd, env):
 
 
 def bucket_label(b):
+    if b == 0:
+        return "default"
     if b >= 1 << 20:
         return f"{b / (1 << 20):g} MB"
     return f"{b / 1024:g} KB"
