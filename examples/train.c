@@ -3,13 +3,67 @@
  * 784 dims), the 2-layer LSTM on a sequence task (follow a running sum), and
  * SGD steps of the CNN and of the transformer block. Parameters are bound to
  * the programs by reference, so SGD updates them in place.
- * Usage: example_train [mlp|lstm|cnn|transformer|all] [steps] */
+ * Usage: example_train [mlp|lstm|cnn|transformer|all] [steps] [--ddp]
+ * With --ddp, under `mpirun -np N`, each rank trains on its shard of the same
+ * global batch (DistributedDataParallel, tjit/distributed.h): the gradients
+ * are averaged across the ranks during backward, and rank 0 prints the mean
+ * of the ranks' losses. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "examples/models/models.h"
+#include "tjit/distributed.h"
+
+/* ---- data parallelism (--ddp) ---------------------------------------------------------- */
+
+static bool DDP; /* under mpirun with --ddp: tj_dist_init done */
+
+/* This rank's share of a global batch along dim, in place of *t (a scalar
+ * target is every rank's); false, with a message, when the batch does not
+ * split evenly across the ranks. */
+static bool take_shard(tj_tensor **t, int dim, const char *what) {
+    int world = tj_dist_world_size();
+    if (!DDP || tj_ndim(*t) == 0) return true;
+    int64_t batch = tj_size(*t, dim);
+    if (batch % world) {
+        fprintf(stderr, "train %s: the global batch of %lld does not split evenly across %d ranks\n",
+                what, (long long)batch, world);
+        return false;
+    }
+    int64_t n = batch / world;
+    tj_scope_begin();
+    tj_tensor *mine = tj_retain(tj_contiguous(tj_narrow(*t, dim, tj_dist_rank() * n, n)));
+    tj_scope_end();
+    tj_release(*t);
+    *t = mine;
+    return mine != NULL;
+}
+
+/* The program's gradients averaged across the ranks from now on; NULL (and
+ * nothing to do) without --ddp. */
+static bool wrap(tj_program *p, tj_ddp **ddp, const char *what) {
+    *ddp = NULL;
+    if (!DDP || !p) return true;
+    *ddp = tj_ddp_wrap(p, NULL, NULL);
+    if (!*ddp) fprintf(stderr, "train %s: %s\n", what, tj_last_error());
+    return *ddp != NULL;
+}
+
+/* The mean of the ranks' losses (the loss itself without --ddp). */
+static double mean_loss(double loss) {
+    if (!DDP) return loss;
+    int64_t one = 1;
+    tj_scope_begin();
+    tj_tensor *t = tj_from_array(&loss, &one, 1, TJ_F64);
+    if (t && tj_dist_all_reduce(t, TJ_REDUCE_AVG, NULL, NULL) == TJ_OK) loss = ((double *)tj_data(t))[0];
+    else loss = NAN;
+    tj_scope_end();
+    return loss;
+}
+
+static bool printing(void) { return tj_dist_rank() == 0; }
 
 /* ---- data ------------------------------------------------------------------------ */
 
@@ -65,19 +119,25 @@ static int train_mlp(int steps) {
     tjx_task t = {&tjx_mlp, tjx_mlp.create(gen), "nll"};
     tj_tensor *in[2];
     mlp_batch(gen, &in[0], &in[1]);
-    tj_program *p = tjx_compile_training(&t, in, NULL);
+    bool sharded = take_shard(&in[0], 0, "mlp") && take_shard(&in[1], 0, "mlp");
+    tj_program *p = sharded ? tjx_compile_training(&t, in, NULL) : NULL;
+    tj_ddp *ddp = NULL;
     int rc = 0;
-    if (!p) {
-        fprintf(stderr, "train mlp: %s\n", tj_last_error());
+    if (sharded && !p) fprintf(stderr, "train mlp: %s\n", tj_last_error());
+    if (!p || !wrap(p, &ddp, "mlp")) {
         rc = 1;
-    } else {
-        printf("MLP 784-256-256-10 on ten Gaussian clusters, batch 64, SGD lr 0.05:\n");
+    } else if (printing()) {
+        printf("MLP 784-256-256-10 on ten Gaussian clusters, batch 64, SGD lr 0.05");
+        if (DDP) printf(" (%d ranks, %lld rows each)", tj_dist_world_size(), (long long)tj_size(in[0], 0));
+        printf(":\n");
     }
-    for (int step = 0; p && step < steps; step++) {
-        if (step) { /* a fresh batch each step */
+    for (int step = 0; !rc && step < steps; step++) {
+        if (step) { /* a fresh batch each step, the same on every rank */
             tj_release(in[0]);
             tj_release(in[1]);
             mlp_batch(gen, &in[0], &in[1]);
+            take_shard(&in[0], 0, "mlp");
+            take_shard(&in[1], 0, "mlp");
         }
         double loss;
         if (tjx_train_step(&t, p, in, 0.05, &loss)) {
@@ -85,8 +145,10 @@ static int train_mlp(int steps) {
             rc = 1;
             break;
         }
-        if (printed_step(step, steps, 10)) printf("  step %3d  loss %.4f\n", step, loss);
+        loss = mean_loss(loss);
+        if (printing() && printed_step(step, steps, 10)) printf("  step %3d  loss %.4f\n", step, loss);
     }
+    tj_ddp_free(ddp);
     tj_release(in[0]);
     tj_release(in[1]);
     tj_program_free(p);
@@ -104,21 +166,25 @@ static int train_model(const tjx_model *m, const char *loss, bool sequence_targe
     tj_tensor *in[4];
     if (!t.params || m->make_inputs(t.params, gen, in)) return 1;
     in[m->n_in] = sequence_target ? running_sum_target(in[0]) : tj_zeros(NULL, 0, TJ_F32);
-    tj_program *p = tjx_compile_training(&t, in, NULL);
+    /* a sequence's batch is its second dimension */
+    bool sharded = true;
+    for (int i = 0; i <= m->n_in; i++) sharded = sharded && take_shard(&in[i], sequence_target, m->name);
+    tj_program *p = sharded ? tjx_compile_training(&t, in, NULL) : NULL;
+    tj_ddp *ddp = NULL;
     int rc = 0;
-    if (!p) {
-        fprintf(stderr, "train %s: %s\n", m->name, tj_last_error());
-        rc = 1;
-    }
-    for (int step = 0; p && step < steps; step++) {
+    if (sharded && !p) fprintf(stderr, "train %s: %s\n", m->name, tj_last_error());
+    if (!p || !wrap(p, &ddp, m->name)) rc = 1;
+    for (int step = 0; !rc && step < steps; step++) {
         double l;
         if (tjx_train_step(&t, p, in, lr, &l)) {
             fprintf(stderr, "train %s: %s\n", m->name, tj_last_error());
             rc = 1;
             break;
         }
-        if (printed_step(step, steps, 8)) printf("  %s step %3d  loss %.5f\n", m->name, step, l);
+        l = mean_loss(l);
+        if (printing() && printed_step(step, steps, 8)) printf("  %s step %3d  loss %.5f\n", m->name, step, l);
     }
+    tj_ddp_free(ddp);
     for (int i = 0; i <= m->n_in; i++) tj_release(in[i]);
     tj_program_free(p);
     m->destroy(t.params);
@@ -127,22 +193,33 @@ static int train_model(const tjx_model *m, const char *loss, bool sequence_targe
 }
 
 int main(int argc, char **argv) {
-    const char *which = argc > 1 ? argv[1] : "all";
-    int steps = argc > 2 ? atoi(argv[2]) : 60;
+    const char *args[2] = {NULL, NULL};
+    int n_args = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ddp")) DDP = true;
+        else if (n_args < 2) args[n_args++] = argv[i];
+    }
+    const char *which = args[0] ? args[0] : "all";
+    int steps = args[1] ? atoi(args[1]) : 60;
+    if (DDP && tj_dist_init("mpi", NULL) != TJ_OK) {
+        fprintf(stderr, "example_train --ddp: %s\n", tj_last_error());
+        return 1;
+    }
     bool all = !strcmp(which, "all");
     int rc = 0;
     if (all || !strcmp(which, "mlp")) rc |= train_mlp(steps);
     if (all || !strcmp(which, "lstm")) {
-        printf("2-layer LSTM following tanh of a running sum, mse, SGD lr 0.5:\n");
+        if (printing()) printf("2-layer LSTM following tanh of a running sum, mse, SGD lr 0.5:\n");
         rc |= train_model(&tjx_lstm, "mse", true, steps, 0.5);
     }
     if (all || !strcmp(which, "cnn")) {
-        printf("CNN, three SGD steps (loss: mean square of the logits):\n");
+        if (printing()) printf("CNN, three SGD steps (loss: mean square of the logits):\n");
         rc |= train_model(&tjx_cnn, "square", false, 3, 0.001);
     }
     if (all || !strcmp(which, "transformer")) {
-        printf("transformer block, three SGD steps (loss: mean square of the outputs):\n");
+        if (printing()) printf("transformer block, three SGD steps (loss: mean square of the outputs):\n");
         rc |= train_model(&tjx_transformer, "square", false, 3, 0.01);
     }
+    if (DDP) tj_dist_finalize();
     return rc;
 }

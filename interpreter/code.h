@@ -59,18 +59,36 @@ typedef struct tji_code {
     int *input_regs;    /* -1 for an input nothing reads */
     int n_outputs;
     int *output_regs;
+    /* by output: the instruction after which its value is final (its last
+     * write, in place or through a view included), -1 before the first;
+     * ready_order lists the outputs by that instruction (for tji_ready) */
+    int *output_final;
+    int *ready_order;
     /* made by the first tj_program_profile; freed with the code */
     _Atomic(tji_profile *) profile;
 } tji_code;
+
+/* A replay's "output ready" callback: output (an index into the outputs)
+ * is final, t is it (borrowed; the replay still returns it), and remaining
+ * steps or instructions are still to run. A non-OK status stops the replay
+ * with it. */
+typedef struct tji_ready {
+    tj_status (*fn)(void *ctx, int output, tj_tensor *t, int remaining);
+    void *ctx;
+} tji_ready;
 
 /* Lowers the nodes of g's block (which must be verified) to code; fusion
  * groups run on backend. */
 tj_status tji_lower(const tj_graph *g, const tjf_backend *backend, tji_code *code);
 void tji_code_free(tji_code *code);
 /* Runs code on the graph inputs in[] (n_inputs of them); outputs receive new
- * references. The registers come from the caller's frame (n_regs, zeroed). */
+ * references. The registers come from the caller's frame (n_regs, zeroed).
+ * ready (NULL: none) is called for each non-NULL output right after the
+ * instruction that makes it final. */
 tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **frame,
-                      tj_tensor **outputs);
+                      tj_tensor **outputs, const tji_ready *ready);
+/* Sorts outputs 0..n by final[] (ascending, stable) into order. */
+void tji_ready_sort(const int *final, int n, int *order);
 /* One line per instruction. */
 char *tji_code_to_string(const tji_code *code);
 

@@ -105,6 +105,86 @@ static tj_status lower_node(lowering *L, tj_node *n, int index, const tjf_backen
     return TJ_OK;
 }
 
+/* ---- when each output is final ------------------------------------------------ */
+
+void tji_ready_sort(const int *final, int n, int *order) {
+    for (int i = 0; i < n; i++) { /* insertion sort: stable, and n is small */
+        int j = i;
+        while (j > 0 && final[order[j - 1]] > final[i]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+}
+
+static int find_class(int *parent, int v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+}
+
+/* Whether instruction I's results alias its first input (views, in-place
+ * ops, chunks), and whether it writes its inputs (in-place ops, and ops
+ * that write some argument, all of whose inputs are taken as written). */
+static bool results_alias(const tji_instr *I) {
+    if (I->code == TJI_CHUNK) return I->n_in > 0;
+    if (I->code != TJI_CALL || I->n_in == 0) return false;
+    const tj_schema *s = tj_op_schema(I->op);
+    return s && (s->aliases_self || s->mutates_self);
+}
+
+static bool writes_inputs(const tji_instr *I) {
+    if (I->code != TJI_CALL) return false;
+    const tj_schema *s = tj_op_schema(I->op);
+    return s && (s->mutates_self || s->mutates_inputs);
+}
+
+/* Values are numbered as plan_build.c does (inputs, then every result);
+ * values that are the same memory (views, in-place results) form a class,
+ * and an output is final after the last instruction writing its class. A
+ * register's value is the one its last writer made, so the walk maps
+ * registers to values as it goes. */
+static tj_status find_output_final(tji_code *code) {
+    int n_values = code->n_inputs;
+    for (int k = 0; k < code->n_instrs; k++) n_values += code->instrs[k].n_out;
+    int *parent = int_array(n_values), *last_write = int_array(n_values);
+    int *reg_value = int_array(code->n_regs);
+    code->output_final = int_array(code->n_outputs);
+    code->ready_order = int_array(code->n_outputs);
+    tj_status st = TJ_OK;
+    if (!parent || !last_write || !reg_value || !code->output_final || !code->ready_order)
+        st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    for (int pass = 0; !st && pass < 2; pass++) {
+        for (int v = 0; v < n_values; v++) {
+            if (pass == 0) parent[v] = v;
+            last_write[v] = -1;
+        }
+        for (int i = 0; i < code->n_inputs; i++)
+            if (code->input_regs[i] >= 0) reg_value[code->input_regs[i]] = i;
+        int next = code->n_inputs;
+        for (int k = 0; k < code->n_instrs; k++) { /* pass 0 joins classes, pass 1 writes */
+            const tji_instr *I = &code->instrs[k];
+            bool alias = results_alias(I);
+            int base = alias ? find_class(parent, reg_value[I->in[0]]) : -1;
+            if (pass == 1 && writes_inputs(I))
+                for (int j = 0; j < I->n_in; j++) last_write[find_class(parent, reg_value[I->in[j]])] = k;
+            for (int j = 0; j < I->n_out; j++, next++) {
+                if (pass == 0 && alias) parent[find_class(parent, next)] = base;
+                bool defines = !alias || writes_inputs(I); /* a view writes no data */
+                if (pass == 1 && defines) last_write[find_class(parent, next)] = k;
+                reg_value[I->out[j]] = next;
+            }
+        }
+        for (int i = 0; pass == 1 && i < code->n_outputs; i++)
+            code->output_final[i] = last_write[find_class(parent, reg_value[code->output_regs[i]])];
+    }
+    if (!st) tji_ready_sort(code->output_final, code->n_outputs, code->ready_order);
+    tjc_free(parent);
+    tjc_free(last_write);
+    tjc_free(reg_value);
+    return st;
+}
+
 tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code *code) {
     tj_graph *g = (tj_graph *)graph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(g);
@@ -145,6 +225,7 @@ tj_status tji_lower(const tj_graph *graph, const tjf_backend *backend, tji_code 
     for (int i = 0; st == TJ_OK && i < code->n_outputs; i++)
         code->output_regs[i] = reg_of(&L, tj_block_output(b, i));
     code->n_regs = L.n_regs;
+    if (st == TJ_OK) st = find_output_final(code);
     tjc_ptrmap_free(&L.reg_of);
     tjc_ptrmap_free(&L.last_use);
     tjc_ptrmap_free(&L.kept);
@@ -164,5 +245,7 @@ void tji_code_free(tji_code *code) {
     tjc_free(code->instrs);
     tjc_free(code->input_regs);
     tjc_free(code->output_regs);
+    tjc_free(code->output_final);
+    tjc_free(code->ready_order);
     memset(code, 0, sizeof *code);
 }

@@ -107,6 +107,10 @@ typedef struct tji_plan {
     int *instr_in_at, *instr_out_at;
     int *output_slot;           /* by graph output */
     int *output_first;          /* earlier output with the same slot, else -1 */
+    /* by output: the step after which it is final (the last step writing
+     * its slot's root: in place, through a view, or as an argument the op
+     * writes), -1 before the first; ready_order: the outputs by that step */
+    int *output_final, *ready_order;
     /* what a replay binds: slots over inputs, slots over external buffers */
     int *input_bound, n_input_bound;
     int *external_bound, n_external_bound;
@@ -146,8 +150,10 @@ tj_status tji_plan_memory(tji_plan *plan);
 tj_status tji_plan_verify(const tji_plan *plan);
 
 /* Runs the plan on the graph inputs in[] (matching its signature); outputs
- * receive new references. */
-tj_status tji_plan_execute(tji_plan *plan, tj_tensor *const *in, tj_tensor **outputs);
+ * receive new references. ready (NULL: none) is called for each non-NULL
+ * output right after the step that makes it final. */
+tj_status tji_plan_execute(tji_plan *plan, tj_tensor *const *in, tj_tensor **outputs,
+                           const tji_ready *ready);
 
 /* The memory plan as text: one line per buffer (offset, bytes, live range,
  * the values it holds), the arena sizes, and peak against the sum. */

@@ -59,6 +59,8 @@ void tji_plan_free(tji_plan *plan) {
     tjc_free(plan->instr_out_at);
     tjc_free(plan->output_slot);
     tjc_free(plan->output_first);
+    tjc_free(plan->output_final);
+    tjc_free(plan->ready_order);
     tjc_free(plan->buffer_arena);
     tjc_free(plan->input_bound);
     tjc_free(plan->external_bound);
@@ -273,6 +275,43 @@ static tj_status bind_lists(tji_plan *P) {
     return TJ_OK;
 }
 
+/* When each output is final: the last step writing the root under its slot
+ * (an input, or a buffer; constants are never written). */
+static tj_status find_output_final(tji_plan *P) {
+    const tji_code *code = P->code;
+    P->output_final = array((size_t)code->n_outputs, sizeof(int));
+    P->ready_order = array((size_t)code->n_outputs, sizeof(int));
+    int *input_write = array((size_t)code->n_inputs, sizeof(int));
+    int *buffer_write = array((size_t)P->n_buffers, sizeof(int));
+    tj_status st = TJ_OK;
+    if (!P->output_final || !P->ready_order || !input_write || !buffer_write) st = no_memory();
+    for (int i = 0; !st && i < code->n_inputs; i++) input_write[i] = -1;
+    for (int b = 0; !st && b < P->n_buffers; b++) buffer_write[b] = -1;
+    for (int k = 0; !st && k < P->n_steps; k++) {
+        const tji_step *S = &P->steps[k];
+        bool writes_inputs = S->op && (S->op->schema.mutates_self || S->op->schema.mutates_inputs);
+        for (int j = 0; j < S->n_out + (writes_inputs ? S->n_in : 0); j++) {
+            int s = j < S->n_out ? P->out_slots[S->out_at + j] : P->in_slots[S->in_at + j - S->n_out];
+            if (s < 0) continue;
+            const tji_slot *sl = &P->slots[s];
+            if (sl->root == TJI_ROOT_INPUT) input_write[sl->index] = k;
+            else if (sl->root == TJI_ROOT_ARENA || sl->root == TJI_ROOT_EXTERNAL) buffer_write[sl->index] = k;
+        }
+    }
+    for (int i = 0; !st && i < code->n_outputs; i++) {
+        int s = P->output_slot[i];
+        const tji_slot *sl = s >= 0 ? &P->slots[s] : NULL;
+        P->output_final[i] = !sl                            ? -1
+                             : sl->root == TJI_ROOT_INPUT   ? input_write[sl->index]
+                             : sl->root == TJI_ROOT_CONST || sl->root == TJI_ROOT_NONE ? -1
+                                                            : buffer_write[sl->index];
+    }
+    if (!st) tji_ready_sort(P->output_final, code->n_outputs, P->ready_order);
+    tjc_free(input_write);
+    tjc_free(buffer_write);
+    return st;
+}
+
 static tj_status unplannable(const tji_instr *I) {
     char cause[512];
     snprintf(cause, sizeof cause, "%s", tj_last_error());
@@ -403,6 +442,7 @@ tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
             P->slots[s].root = TJI_ROOT_EXTERNAL;
     if (!st) st = tji_plan_memory(P);
     if (!st) st = bind_lists(P);
+    if (!st) st = find_output_final(P);
     tjc_free(reg_value);
     tjc_free(B.shell);
     tjc_free(B.root_store);

@@ -154,7 +154,57 @@ static tj_tensor *output_tensor(const tji_plan *P, tji_frame *F, int s, tj_tenso
     return tjc_make_view(t, t->sizes, t->strides, t->ndim, t->offset);
 }
 
-tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **outputs) {
+/* outputs[i] for the caller: an earlier output's tensor again, or its own. */
+static tj_status hand_out(const tji_plan *P, tji_frame *F, int i, tj_tensor *const *in,
+                          tj_tensor **outputs) {
+    if (P->output_first[i] >= 0) outputs[i] = tj_retain(outputs[P->output_first[i]]);
+    else if (!(outputs[i] = output_tensor(P, F, P->output_slot[i], in))) return tj_last_status();
+    return TJ_OK;
+}
+
+/* Hands the outputs final after step k (k = -1: before the first) to ready,
+ * in ready_order from *next on; the kernels' depth is left for the call, so
+ * that what it runs is the caller's own. */
+static tj_status hand_ready(const tji_plan *P, tji_frame *F, int k, int *next,
+                            tj_tensor *const *in, tj_tensor **outputs, const tji_ready *ready) {
+    tj_status st = TJ_OK;
+    for (; *next < P->code->n_outputs && !st; ++*next) {
+        int i = P->ready_order[*next];
+        if (P->output_final[i] != k) break;
+        if (P->output_slot[i] < 0) continue;
+        if ((st = hand_out(P, F, i, in, outputs))) break;
+        tjc_op_leave();
+        st = ready->fn(ready->ctx, i, outputs[i], P->n_steps - 1 - k);
+        tjc_op_enter();
+    }
+    return st;
+}
+
+static inline tj_status run_step(const tji_plan *P, const tji_frame *F, int k) {
+    const tji_step *S = &P->steps[k];
+    const tjc_call *c = &F->calls[k];
+    tj_status st = S->kernel ? S->kernel(c) : tjf_group_launch(S->group, S->fused, c->in, c->out);
+    return st ? step_failed(P, S) : TJ_OK;
+}
+
+static tj_status run_steps(const tji_plan *P, const tji_frame *F) {
+    tj_status st = TJ_OK;
+    for (int k = 0; k < P->n_steps && !st; k++) st = run_step(P, F, k);
+    return st;
+}
+
+/* The same steps, handing each output to ready as soon as it is final. */
+static tj_status run_steps_ready(const tji_plan *P, tji_frame *F, tj_tensor *const *in,
+                                 tj_tensor **outputs, const tji_ready *ready) {
+    int next = 0;
+    tj_status st = hand_ready(P, F, -1, &next, in, outputs, ready);
+    for (int k = 0; k < P->n_steps && !st; k++)
+        if (!(st = run_step(P, F, k))) st = hand_ready(P, F, k, &next, in, outputs, ready);
+    return st;
+}
+
+tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **outputs,
+                           const tji_ready *ready) {
     tji_frame *F = take_frame(P);
     if (!F) return tj_last_status();
     for (int i = 0; i < P->n_input_bound; i++) {
@@ -163,6 +213,8 @@ tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **output
         F->tensors[s].storage = src->storage;
         F->tensors[s].offset = src->offset + P->slots[s].offset;
     }
+    const tji_code *code = P->code;
+    for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
     tj_status st = TJ_OK;
     for (int i = 0; i < P->n_external_buffers && !st; i++) {
         int b = P->external_buffers[i];
@@ -176,21 +228,10 @@ tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **output
         F->tensors[s].storage = F->external[P->slots[s].index];
     }
     tjc_op_enter();
-    for (int k = 0; k < P->n_steps && !st; k++) {
-        const tji_step *S = &P->steps[k];
-        const tjc_call *c = &F->calls[k];
-        st = S->kernel ? S->kernel(c) : tjf_group_launch(S->group, S->fused, c->in, c->out);
-        if (st) st = step_failed(P, S);
-    }
+    if (!st) st = ready ? run_steps_ready(P, F, in, outputs, ready) : run_steps(P, F);
     tjc_op_leave();
-    const tji_code *code = P->code;
-    for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
-    for (int i = 0; i < code->n_outputs && !st; i++) {
-        int s = P->output_slot[i];
-        if (s < 0) continue;
-        if (P->output_first[i] >= 0) outputs[i] = tj_retain(outputs[P->output_first[i]]);
-        else if (!(outputs[i] = output_tensor(P, F, s, in))) st = tj_last_status();
-    }
+    for (int i = 0; i < code->n_outputs && !st && !ready; i++)
+        if (P->output_slot[i] >= 0) st = hand_out(P, F, i, in, outputs);
     if (st)
         for (int i = 0; i < code->n_outputs; i++) {
             tj_release(outputs[i]);

@@ -214,18 +214,22 @@ static tj_status check_input(const tj_program *p, int k, const tj_tensor *t) {
 /* The register interpreter's replay (code.h): op by op, checking and
  * allocating as it goes. Programs that cannot be planned, and profiled
  * replays, take it. */
-static tj_status run_dynamic(const tj_program *p, tj_tensor *const *in, tj_tensor **all) {
+static tj_status run_dynamic(const tj_program *p, tj_tensor *const *in, tj_tensor **all,
+                             const tji_ready *ready) {
     enum { SMALL = 128 };
     tj_tensor *frame_small[SMALL] = {0};
     tj_tensor **frame = p->code.n_regs <= SMALL ? frame_small
                                                 : tjc_calloc((size_t)p->code.n_regs, sizeof(tj_tensor *));
     if (!frame) return tjc_error(TJ_ERR_MEMORY, "tj_run: out of memory");
-    tj_status st = tji_execute(&p->code, in, frame, all);
+    tj_status st = tji_execute(&p->code, in, frame, all, ready);
     if (frame != frame_small) tjc_free(frame);
     return st;
 }
 
-tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs) {
+/* tj_run, and tji_run_ready (to_scope false: the outputs are not handed to
+ * the caller's scope). */
+static tj_status run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs,
+                     const tji_ready *ready, bool to_scope) {
     if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_run: program is NULL");
     if ((p->n_user && !inputs) || (p->code.n_outputs && !outputs))
         return tjc_error(TJ_ERR_ARG, "tj_run: the input or output array is NULL");
@@ -257,8 +261,9 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
         for (int k = 0; !plan && k < p->n_user && !st; k++) st = check_input(p, k, inputs[k]);
         bool profiling = tji_profiling(&p->code);
         if (!st && !plan && !profiling) plan = plan_for(p, in);
-        if (!st) st = plan && !profiling ? tji_plan_execute(plan, in, all) : run_dynamic(p, in, all);
-        if (st == TJ_OK && !tjc_scope_reserve(n_user_out)) { /* the tape is left as it was */
+        if (!st)
+            st = plan && !profiling ? tji_plan_execute(plan, in, all, ready) : run_dynamic(p, in, all, ready);
+        if (st == TJ_OK && to_scope && !tjc_scope_reserve(n_user_out)) { /* the tape is left as it was */
             st = TJ_ERR_MEMORY;
             for (int i = 0; i < n_all; i++) {
                 tj_release(all[i]);
@@ -272,10 +277,19 @@ tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outp
                 outputs[i] = st ? NULL : all[i];
             }
         }
-        if (st == TJ_OK)
+        if (st == TJ_OK && to_scope)
             for (int i = 0; i < n_user_out; i++) tjc_scope_track(outputs[i]);
     }
     if (all != outputs && all != all_small) tjc_free(all);
     if (in != in_small) tjc_free(in);
     return st;
+}
+
+tj_status tj_run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs) {
+    return run(p, inputs, outputs, NULL, true);
+}
+
+tj_status tji_run_ready(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs,
+                        const tji_ready *ready) {
+    return run(p, inputs, outputs, ready, false);
 }

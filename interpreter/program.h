@@ -38,8 +38,15 @@ struct tj_program {
     bool tape_full;          /* a tj_run's tape that tj_backward has not used */
     bool ran;                /* some tj_run stored a tape */
     tj_tensor **param_grad;  /* by graph input: accumulated gradients of parameters */
+    tj_grad_hook hook;       /* tj_program_set_grad_hook's, when has_hook */
+    bool has_hook;
 };
 
+/* tj_run, with ready (NULL: none) called for each output as soon as it is
+ * final (code.h); the outputs are the caller's, in no scope. For programs
+ * without gradients (the outputs are the code's). */
+tj_status tji_run_ready(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs,
+                        const tji_ready *ready);
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts);
 tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts);
 void tji_training_free(tj_program *p);

@@ -88,11 +88,31 @@ static tj_status fused(const tji_instr *I, tj_tensor **R) {
     return st;
 }
 
+/* Hands the outputs final after instruction k (k = -1: before the first) to
+ * ready, in ready_order from *next on; they are created now and returned as
+ * usual at the end. */
+static tj_status hand_ready(const tji_code *code, int k, int *next, tj_tensor **R,
+                            tj_tensor **outputs, const tji_ready *ready) {
+    tj_status st = TJ_OK;
+    for (; *next < code->n_outputs && !st; ++*next) {
+        int i = code->ready_order[*next];
+        if (code->output_final[i] != k) break;
+        outputs[i] = tj_retain(R[code->output_regs[i]]);
+        if (outputs[i]) st = ready->fn(ready->ctx, i, outputs[i], code->n_instrs - 1 - k);
+    }
+    return st;
+}
+
 tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
-                      tj_tensor **outputs) {
+                      tj_tensor **outputs, const tji_ready *ready) {
     for (int i = 0; i < code->n_inputs; i++)
         if (code->input_regs[i] >= 0) R[code->input_regs[i]] = tj_retain(in[i]);
     tj_status st = TJ_OK;
+    int next_ready = 0;
+    if (ready) {
+        for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
+        st = hand_ready(code, -1, &next_ready, R, outputs, ready);
+    }
     tji_profile_run prof;
     bool profiling = tji_profile_begin(code, &prof);
     for (int k = 0; k < code->n_instrs && st == TJ_OK; k++) {
@@ -111,9 +131,15 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
             tj_release(R[I->dead[d]]);
             R[I->dead[d]] = NULL;
         }
+        if (ready) st = hand_ready(code, k, &next_ready, R, outputs, ready);
     }
-    for (int i = 0; i < code->n_outputs; i++)
+    for (int i = 0; i < code->n_outputs; i++) {
+        if (ready) { /* already handed out: kept on success */
+            if (st == TJ_OK) continue;
+            tj_release(outputs[i]);
+        }
         outputs[i] = st == TJ_OK ? tj_retain(R[code->output_regs[i]]) : NULL;
+    }
     for (int r = 0; r < code->n_regs; r++) {
         tj_release(R[r]);
         R[r] = NULL;

@@ -3,7 +3,9 @@
  * backward graph; tj_run keeps the saved values the backward graph reads (the
  * tape); tj_backward runs the backward graph on them once, returns the
  * gradients of the inputs asked for and accumulates those of the parameters,
- * which tj_program_grad reads by name. */
+ * which tj_program_grad reads by name, or hands each parameter's gradient to
+ * the gradient hook as soon as the backward program has made it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,58 +144,100 @@ static tj_tensor *filled_like(const tj_type *t, double value) {
     return tj_full_on(t->sizes, t->ndim, value, (tj_dtype)t->dtype, dev);
 }
 
+/* The backward program's "output ready": a parameter's gradient goes to the
+ * hook; an input's waits for the end of tj_backward. */
+static tj_status grad_ready(void *ctx, int k, tj_tensor *grad, int remaining) {
+    tj_program *p = ctx;
+    int gi = p->grad_of[k];
+    if (!p->bound[gi]) return TJ_OK;
+    tj_clear_error();
+    tj_status st = p->hook.ready(p->hook.ctx, gi, grad, remaining);
+    if (st && tj_last_status() == TJ_OK) {
+        const char *name = tj_value_name(tj_graph_input(p->graph, gi));
+        st = tjc_error(st, "tj_backward: the gradient hook refused the gradient of '%s' (%s)",
+                       name ? name : "?", tj_status_name(st));
+    }
+    return st;
+}
+
+/* Calls the hook's finish with the backward status; returns what tj_backward
+ * returns: the backward status (its message kept), else finish's. */
+static tj_status finish_hook(tj_program *p, tj_status st) {
+    tj_grad_hook h = p->hook; /* finish may remove the hook */
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", st ? tj_last_error() : "");
+    tj_clear_error();
+    tj_status fst = h.finish ? h.finish(h.ctx, st) : TJ_OK;
+    if (st) return tjc_error(st, "%s", msg);
+    if (fst && tj_last_status() == TJ_OK)
+        tjc_error(fst, "tj_backward: the gradient hook's finish failed (%s)", tj_status_name(fst));
+    return fst;
+}
+
+static tj_status accumulate(tj_program *p, int gi, tj_tensor *grad) {
+    if (!p->param_grad[gi]) {
+        p->param_grad[gi] = tj_retain(grad);
+        return TJ_OK;
+    }
+    tj_tensor *args[2] = {p->param_grad[gi], grad}, *res;
+    tj_attr alpha = {.f = 1.0};
+    if (tjc_invoke_nested(tjc_op(TJ_OP_add_), args, 2, &alpha, &res, 1) != 1) return tj_last_status();
+    tj_release(res);
+    return TJ_OK;
+}
+
 tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor **grad_inputs) {
     if (!p) return tjc_last_or(TJ_ERR_ARG, "tj_backward: program is NULL");
     if (!p->backward)
         return tjc_error(TJ_ERR_ARG, "tj_backward: the program was compiled without gradients "
                          "(set requires_grad or grad_parameters in tj_compile_options)");
+    bool hooked = p->has_hook;
     tj_tensor **tape = NULL;
     int n_tape = 0;
     tj_status st = take_tape(p, &tape, &n_tape);
-    if (st) return st;
+    if (st) return hooked ? finish_hook(p, st) : st;
     tj_program *b = p->backward;
     int n_out = p->n_user_outputs, n_b = b->n_user;
     tj_tensor **in = tjc_calloc((size_t)(n_b ? n_b : 1), sizeof(tj_tensor *));
     tj_tensor **grads = tjc_calloc((size_t)(p->n_grads ? p->n_grads : 1), sizeof(tj_tensor *));
     if (!in || !grads) st = tjc_error(TJ_ERR_MEMORY, "tj_backward: out of memory");
-    tj_scope_begin(); /* the gradients of ones made here, and the results until sorted */
+    /* the gradients of ones made here are this call's own: the hook runs in
+     * the caller's scope, so none is open while the backward program runs */
+    tj_scope_begin();
     for (int o = 0; !st && o < n_out; o++) {
         const tj_type *t = tj_value_type(tj_graph_input(b->graph, b->user_input[o]));
         in[o] = grad_outputs && grad_outputs[o] ? grad_outputs[o]
-                                                : filled_like(t, tj_dtype_is_float((tj_dtype)t->dtype) ? 1.0 : 0.0);
+                                                : tj_retain(filled_like(t, tj_dtype_is_float((tj_dtype)t->dtype) ? 1.0 : 0.0));
         if (!in[o]) st = tj_last_status();
     }
+    tj_scope_end();
     for (int s = 0; !st && s < n_tape; s++) in[n_out + s] = tape[s];
     if (!st && n_out + n_tape != n_b)
         st = tjc_error(TJ_ERR_INTERNAL, "tj_backward: %d saved values for %d inputs", n_tape, n_b - n_out);
-    if (!st) st = tj_run(b, in, grads); /* owned by this scope */
+    tji_ready ready = {grad_ready, p};
+    if (!st) st = tji_run_ready(b, in, grads, hooked ? &ready : NULL); /* grads are this call's */
     int user_k = 0;
+    bool filled = !st && grad_inputs; /* grad_inputs are this call's from here on */
     for (int i = 0; !st && grad_inputs && i < p->n_graph_inputs; i++)
         if (!p->bound[i]) grad_inputs[user_k++] = NULL;
     for (int k = 0; !st && k < p->n_grads; k++) {
         int gi = p->grad_of[k];
-        if (p->bound[gi]) { /* a parameter: accumulate */
-            if (!p->param_grad[gi]) {
-                p->param_grad[gi] = tj_retain(grads[k]);
-            } else {
-                tj_tensor *args[2] = {p->param_grad[gi], grads[k]}, *res;
-                tj_attr alpha = {.f = 1.0};
-                if (tjc_invoke_nested(tjc_op(TJ_OP_add_), args, 2, &alpha, &res, 1) != 1) st = tj_last_status();
-                else tj_release(res);
-            }
+        if (p->bound[gi]) { /* a parameter: accumulated here, or by the hook */
+            if (!hooked) st = accumulate(p, gi, grads[k]);
         } else if (grad_inputs) { /* an input: returned like any result */
             int k_user = 0;
             for (int j = 0; j < gi; j++) k_user += !p->bound[j];
             grad_inputs[k_user] = tj_retain(grads[k]);
         }
     }
-    tj_scope_end();
-    if (grad_inputs && !st && !tjc_scope_reserve(p->n_user)) {
-        st = TJ_ERR_MEMORY;
-        release_all(grad_inputs, p->n_user);
-    }
+    if (hooked) st = finish_hook(p, st);
+    if (grad_inputs && !st && !tjc_scope_reserve(p->n_user)) st = TJ_ERR_MEMORY;
+    if (filled && st) release_all(grad_inputs, p->n_user);
     for (int k = 0; grad_inputs && !st && k < p->n_user; k++)
         if (grad_inputs[k]) tjc_scope_track(grad_inputs[k]);
+    for (int o = 0; in && o < n_out; o++)
+        if (!(grad_outputs && grad_outputs[o])) tj_release(in[o]);
+    release_all(grads, p->n_grads);
     release_all(tape, n_tape);
     tjc_free(tape);
     tjc_free(in);
@@ -201,24 +245,86 @@ tj_status tj_backward(tj_program *p, tj_tensor *const *grad_outputs, tj_tensor *
     return st;
 }
 
-tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
-    if (!p || !name) return tjc_error(TJ_ERR_ARG, "tj_program_grad: NULL argument"), NULL;
+/* The graph input index of the parameter named name, for fn's messages. */
+static tj_status find_param(const tj_program *p, const char *fn, const char *name, int *gi) {
     for (int i = 0; i < p->n_graph_inputs; i++) {
         const char *n = tj_value_name(tj_graph_input(p->graph, i));
         if (!n || strcmp(n, name) != 0) continue;
         if (!p->bound[i])
-            return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' is an input, not a parameter; its "
-                             "gradient comes from tj_backward", name), NULL;
-        if (!p->backward || !p->param_grad[i])
-            return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' has no gradient%s", name,
-                             p->backward ? " yet (call tj_backward)" : " (compiled without "
-                             "grad_parameters)"), NULL;
-        if (!tjc_scope_reserve(1)) return NULL;
-        tj_tensor *g = tj_retain(p->param_grad[i]);
-        tjc_scope_track(g);
-        return g;
+            return tjc_error(TJ_ERR_ARG, "%s: '%s' is an input, not a parameter; its gradient "
+                             "comes from tj_backward", fn, name);
+        *gi = i;
+        return TJ_OK;
     }
-    return tjc_error(TJ_ERR_ARG, "tj_program_grad: the program has no parameter named '%s'", name), NULL;
+    return tjc_error(TJ_ERR_ARG, "%s: the program has no parameter named '%s'", fn, name);
+}
+
+tj_tensor *tj_program_grad(const tj_program *p, const char *name) {
+    if (!p || !name) return tjc_error(TJ_ERR_ARG, "tj_program_grad: NULL argument"), NULL;
+    int i;
+    if (find_param(p, "tj_program_grad", name, &i)) return NULL;
+    if (!p->backward || !p->param_grad[i])
+        return tjc_error(TJ_ERR_ARG, "tj_program_grad: '%s' has no gradient%s", name,
+                         p->backward ? " yet (call tj_backward)" : " (compiled without "
+                         "grad_parameters)"), NULL;
+    if (!tjc_scope_reserve(1)) return NULL;
+    tj_tensor *g = tj_retain(p->param_grad[i]);
+    tjc_scope_track(g);
+    return g;
+}
+
+tj_status tj_program_set_grad(tj_program *p, const char *name, tj_tensor *grad) {
+    if (!p || !name) return tjc_error(TJ_ERR_ARG, "tj_program_set_grad: NULL argument");
+    int i;
+    tj_status st = find_param(p, "tj_program_set_grad", name, &i);
+    if (st) return st;
+    bool takes_grad = false;
+    for (int k = 0; p->backward && k < p->n_grads; k++) takes_grad |= p->grad_of[k] == i;
+    if (!takes_grad)
+        return tjc_error(TJ_ERR_ARG, "tj_program_set_grad: '%s' takes no gradient%s", name,
+                         p->backward ? "" : " (the program was compiled without gradients: set "
+                         "grad_parameters in tj_compile_options)");
+    const tj_tensor *param = p->bound[i];
+    if (grad) {
+        char want[TJC_SIZES_BUF], got[TJC_SIZES_BUF];
+        if (tj_tensor_dtype(grad) != tj_tensor_dtype(param))
+            return tjc_error(TJ_ERR_DTYPE, "tj_program_set_grad: the gradient of '%s' must be %s "
+                             "like the parameter, not %s", name,
+                             tj_dtype_name(tj_tensor_dtype(param)), tj_dtype_name(tj_tensor_dtype(grad)));
+        bool same = tj_ndim(grad) == tj_ndim(param);
+        for (int d = 0; same && d < tj_ndim(param); d++) same = tj_sizes(grad)[d] == tj_sizes(param)[d];
+        if (!same)
+            return tjc_error(TJ_ERR_SHAPE, "tj_program_set_grad: the gradient of '%s' must have "
+                             "the parameter's sizes %s, not %s", name,
+                             tjc_fmt_sizes(want, sizeof want, tj_sizes(param), tj_ndim(param)),
+                             tjc_fmt_sizes(got, sizeof got, tj_sizes(grad), tj_ndim(grad)));
+        if (!tjc_same_device(tj_tensor_device(grad), tj_tensor_device(param)))
+            return tjc_error(TJ_ERR_DEVICE, "tj_program_set_grad: the gradient of '%s' must be on "
+                             "the parameter's device", name);
+    }
+    tj_release(p->param_grad[i]);
+    p->param_grad[i] = tj_retain(grad);
+    return TJ_OK;
+}
+
+tj_status tj_program_set_grad_hook(tj_program *p, const tj_grad_hook *hook) {
+    if (!p) return tjc_error(TJ_ERR_ARG, "tj_program_set_grad_hook: program is NULL");
+    if (!p->backward)
+        return tjc_error(TJ_ERR_ARG, "tj_program_set_grad_hook: the program was compiled without "
+                         "gradients (set grad_parameters in tj_compile_options)");
+    if (!hook) {
+        memset(&p->hook, 0, sizeof p->hook);
+        p->has_hook = false;
+        return TJ_OK;
+    }
+    if (!hook->ready)
+        return tjc_error(TJ_ERR_ARG, "tj_program_set_grad_hook: the hook's ready is NULL");
+    if (p->has_hook)
+        return tjc_error(TJ_ERR_ARG, "tj_program_set_grad_hook: a gradient hook is installed "
+                         "already; remove it first (tj_program_set_grad_hook(p, NULL))");
+    p->hook = *hook;
+    p->has_hook = true;
+    return TJ_OK;
 }
 
 void tj_program_zero_grad(tj_program *p) {

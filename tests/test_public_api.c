@@ -18,6 +18,7 @@
 
 #include "tests/support/api_checks.h"
 #include "tests/support/runtime_testing.h"
+#include "tjit/distributed.h"
 
 /* The expectations (FAILS_*, WORKS) are in tests/support/api_checks.h. */
 
@@ -330,6 +331,19 @@ static void c_npy(void) {
     FAILS_STATUS(tj_save_npy("/nonexistent/dir/x.npy", T));
 }
 
+/* ---- distributed.h: data-parallel training ------------------------------------------------ */
+
+static void c_ddp(void) {
+    tj_ddp_stats stats;
+    tj_ddp_options opts = {.bucket_bytes = -1};
+    FAILS_NULL(tj_ddp_wrap(NULL, NULL, NULL));
+    FAILS_NULL(tj_ddp_wrap(P, NULL, NULL));   /* no process group (and no gradients) */
+    FAILS_NULL(tj_ddp_wrap(P, NULL, &opts));
+    FAILS_STATUS(tj_ddp_set_no_sync(NULL, true));
+    FAILS_STATUS(tj_ddp_get_stats(NULL, &stats));
+    WORKS(tj_ddp_free(NULL));
+}
+
 /* ---- profile.h, version.h (ir.h, passes.h, onnx.h: tests/support/api_checks_ir.c) --- */
 
 static void c_profile(void) {
@@ -344,6 +358,34 @@ static void c_profile(void) {
 static void c_version(void) {
     WORKS(assert_non_null(tj_version()));
     WORKS(assert_non_null(tj_build_info()));
+}
+
+/* ---- distributed.h: process groups and collectives (without mpirun: no group) ----------- */
+
+static void c_dist_groups(void) {
+    FAILS_STATUS(tj_dist_init(NULL, NULL));
+    FAILS_STATUS(tj_dist_init("gloo", NULL));
+    FAILS_STATUS(tj_dist_init("mpi", &(tj_dist_options){.timeout_s = -1}));
+    FAILS_STATUS(tj_dist_finalize()); /* no group */
+    WORKS(assert_false(tj_dist_is_initialized()));
+    WORKS(assert_null(tj_dist_world()));
+    WORKS(assert_int_equal(tj_dist_rank(), 0));
+    WORKS(assert_int_equal(tj_dist_world_size(), 1));
+    WORKS(assert_null(tj_dist_backend()));
+}
+
+static void c_dist_collectives(void) {
+    tj_dist_work *w = NULL;
+    bool done;
+    FAILS_STATUS(tj_dist_all_reduce(NULL, TJ_REDUCE_SUM, NULL, NULL));
+    FAILS_STATUS(tj_dist_all_reduce(T, TJ_REDUCE_SUM, NULL, &w)); /* before tj_dist_init */
+    FAILS_STATUS(tj_dist_broadcast(T, 0, NULL, NULL));
+    FAILS_STATUS(tj_dist_all_gather(T, T, NULL, NULL));
+    FAILS_STATUS(tj_dist_reduce_scatter(T, T, TJ_REDUCE_SUM, NULL, NULL));
+    FAILS_STATUS(tj_dist_barrier(NULL, &w));
+    assert_null(w);
+    WORKS(assert_int_equal(tj_dist_wait(NULL), TJ_OK));
+    FAILS_STATUS(tj_dist_test(NULL, &done));
 }
 
 /* ---- the table ----------------------------------------------------------------------------- */
@@ -416,11 +458,16 @@ static const api_entry table[] = {
     {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_dce "
      "tj_pass_cse tj_pass_constant_fold tj_pass_peephole tj_pass_canonicalize tj_pass_fuse "
      "tj_autodiff tj_gradient_free tj_grad_graph", tt_api_passes},
+    {"tj_ddp_wrap tj_ddp_set_no_sync tj_ddp_get_stats tj_ddp_free", c_ddp},
     {"tj_program_profile tj_profile_reset tj_profile_report tj_profile_write_trace", c_profile},
     {"tj_graph_export_onnx tj_graph_export_onnx_bytes tj_graph_import_onnx "
      "tj_graph_import_onnx_ex tj_graph_import_onnx_bytes tj_onnx_load_tensor "
      "tj_onnx_export_form tj_onnx_available", tt_api_onnx},
     {"tj_version tj_build_info", c_version},
+    {"tj_dist_init tj_dist_finalize tj_dist_is_initialized tj_dist_world tj_dist_rank "
+     "tj_dist_world_size tj_dist_backend", c_dist_groups},
+    {"tj_dist_all_reduce tj_dist_broadcast tj_dist_all_gather tj_dist_reduce_scatter "
+     "tj_dist_barrier tj_dist_wait tj_dist_test", c_dist_collectives},
 };
 enum { N_ENTRIES = sizeof table / sizeof table[0] };
 
@@ -510,7 +557,8 @@ static int check_header(const char *path, char *missing, size_t cap) {
 static void test_table_is_complete(void **state) {
     (void)state;
     static const char *const headers[] = {"tjit.h", "runtime.h", "ir.h", "passes.h",
-                                          "profile.h", "onnx.h", "version.h.in"};
+                                          "profile.h", "onnx.h", "distributed.h",
+                                          "version.h.in"};
     char missing[4096] = "";
     int total = 0;
     for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {

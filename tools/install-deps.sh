@@ -14,8 +14,10 @@ fi
 # ONNX interchange (interchange/): protobuf-c and its compiler, ONNX's onnx.proto (libonnx-dev),
 # ONNX's conformance data (libonnx-testdata), its checker (python3-onnx), and python3-venv
 # for the ONNX Runtime that the round-trip test installs from PyPI into build/onnx-venv
+# distributed/: Open MPI (libopenmpi-dev to build the MPI plugin, openmpi-bin for mpirun)
 pkgs="build-essential g++ cmake ninja-build pkg-config libcmocka-dev libopenblas-openmp-dev llvm-19-dev"
 pkgs="$pkgs libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx python3-venv"
+pkgs="$pkgs libopenmpi-dev openmpi-bin"
 [ -n "$TJIT_EXTRA_PACKAGES" ] && pkgs="$pkgs $TJIT_EXTRA_PACKAGES"
 missing=""
 for p in $pkgs; do

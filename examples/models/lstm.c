@@ -122,7 +122,8 @@ static tj_status seq_forward(void *ctx, tj_tensor *const *in, int n_in, tj_tenso
     lstm *m = ctx;
     const tjx_lstm_sizes *s = &m->sizes;
     tj_scope_begin();
-    int64_t hs[2] = {s->batch, s->hidden};
+    /* the batch is the input's, so a shard of a batch runs the same model */
+    int64_t hs[2] = {tj_size(in[0], 1), s->hidden};
     tj_tensor *h[4], *c[4], *outputs[64];
     for (int l = 0; l < s->layers; l++) {
         h[l] = tj_new_zeros(in[0], hs, 2); /* of the input's dtype, on its device */

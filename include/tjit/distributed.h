@@ -18,8 +18,9 @@
 #ifndef TJIT_DISTRIBUTED_H
 #define TJIT_DISTRIBUTED_H
 
-#include "tjit/runtime.h"
+/* tjit.h first: it includes the other public headers in the order they need */
 #include "tjit/tjit.h"
+#include "tjit/runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
