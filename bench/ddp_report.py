@@ -118,7 +118,8 @@ def table(rows, cores):
         eff = lambda r, r1: (r["steps_per_s"] / r1["steps_per_s"]  # noqa: E731
                              if r and r1 else None)
         ranks = f"{n} (on {cores} CPUs)" if n > cores else str(n)
-        hidden = fmt(t["hidden"], ".0%") if t and t["hidden"] is not None else "–"
+        # one rank's all-reduce copies nothing anywhere: nothing to hide
+        hidden = fmt(t["hidden"], ".0%") if t and n > 1 and t["hidden"] is not None else "–"
         out.append(" | ".join([
             f"| {w}", bucket_label(b), ranks, rate(t),
             fmt(eff(t, t1), ".0%"), str(t["buckets"]) if t else "n/a", hidden,
