@@ -23,6 +23,7 @@ Usage: ddp_report.py [--bench build/bench_ddp] [--torch2 PYTHON|none] [--out DIR
                      [--budget S] [--windows K] [--ranks 1,2,4] [--only mlp,transformer]
                      [--bucket-bytes 0,262144] [--mpirun mpirun] [--idle-wait S]
                      [--idle-each S] [--retries N] [--docs FILE]
+       ddp_report.py --rows build/bench/ddp.jsonl [--docs FILE]   (the table of a run again)
 """
 import argparse
 import datetime
@@ -183,28 +184,9 @@ def replace_docs(path, text):
         f.write(head + begin + "\n" + text + "\n" + end + rest.split(end, 1)[1])
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bench", default="build/bench_ddp")
-    ap.add_argument("--torch2", default="build/torch-venv/bin/tjit-python",
-                    help="PyTorch 2.x's python; none: tjit alone")
-    ap.add_argument("--out", default="build/bench")
-    ap.add_argument("--budget", type=float, default=2.0,
-                    help="seconds of timed steps per row and side")
-    ap.add_argument("--ranks", default="1,2,4")
-    ap.add_argument("--bucket-bytes", default="0,262144",
-                    help="bucket sizes, both sides (0: the 25 MB default)")
-    ap.add_argument("--windows", type=int, default=5)
-    ap.add_argument("--only", default="")
-    ap.add_argument("--mpirun", default="mpirun")
-    ap.add_argument("--idle-wait", type=float, default=0,
-                    help="seconds in all to wait for other processes to leave the CPUs idle")
-    ap.add_argument("--idle-each", type=float, default=20,
-                    help="at most this many of them before each side of a world size")
-    ap.add_argument("--retries", type=int, default=0,
-                    help="runs of a side again while others used over 15%% of the CPUs")
-    ap.add_argument("--docs", help="markdown file whose ddp:begin/end part gets the table")
-    args = ap.parse_args()
+def measure(args):
+    """Runs both sides at each world size; returns (rows, the sides' other
+    output lines, errors) and writes <out>/ddp.jsonl."""
     ranks = [int(n) for n in args.ranks.split(",")]
     buckets = [int(b) or 25 << 20 for b in args.bucket_bytes.split(",")]
     os.makedirs(args.out, exist_ok=True)
@@ -216,7 +198,8 @@ def main():
         common += ["--only", args.only]
     torch2 = os.path.abspath(args.torch2)
     have_torch = args.torch2 != "none" and os.path.exists(torch2)
-    rows, head, errors = [], {}, []
+    rows, errors = [], []
+    head = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     waiter = IdleWaiter(args.idle_wait, args.idle_each)
     for n in ranks:
         # ranks are not bound to cores: with more ranks than cores they share them
@@ -246,17 +229,58 @@ def main():
             print(f"torch {r['workload']:12s} {bucket_label(r['bucket_bytes']):>6s} {n} ranks: "
                   f"{r['steps_per_s']:8.1f} steps/s", flush=True)
     with open(os.path.join(args.out, "ddp.jsonl"), "w") as f:
+        f.write(json.dumps({"head": head}) + "\n")
         for r in rows:
             f.write(json.dumps(r) + "\n")
 
+    return rows, head, errors
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", default="build/bench_ddp")
+    ap.add_argument("--torch2", default="build/torch-venv/bin/tjit-python",
+                    help="PyTorch 2.x's python; none: tjit alone")
+    ap.add_argument("--out", default="build/bench")
+    ap.add_argument("--budget", type=float, default=2.0,
+                    help="seconds of timed steps per row and side")
+    ap.add_argument("--ranks", default="1,2,4")
+    ap.add_argument("--bucket-bytes", default="0,262144",
+                    help="bucket sizes, both sides (0: the 25 MB default)")
+    ap.add_argument("--windows", type=int, default=5)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--idle-wait", type=float, default=0,
+                    help="seconds in all to wait for other processes to leave the CPUs idle")
+    ap.add_argument("--idle-each", type=float, default=20,
+                    help="at most this many of them before each side of a world size")
+    ap.add_argument("--retries", type=int, default=0,
+                    help="runs of a side again while others used over 15%% of the CPUs")
+    ap.add_argument("--docs", help="markdown file whose ddp:begin/end part gets the table")
+    ap.add_argument("--rows", help="a ddp.jsonl of an earlier run: the table of it, nothing measured")
+    args = ap.parse_args()
+    if args.rows:
+        rows, head, errors = [], {}, []
+        with open(args.rows) as f:
+            for line in f:
+                item = json.loads(line)
+                if "head" in item:
+                    head = item["head"]
+                else:
+                    rows.append(item)
+    else:
+        rows, head, errors = measure(args)
+    ranks = sorted({r["ranks"] for r in rows}) or [1]
+    os.makedirs(args.out, exist_ok=True)
     cores = os.cpu_count() or 1
     torch_version = next((r["version"] for r in rows if r["impl"] == "torch"), None)
-    lines = [f"Data-parallel training steps, {datetime.date.today()}, "
+    when = head.get("date", datetime.date.today().isoformat())
+    lines = [f"Data-parallel training steps, {when}, "
              f"{platform.processor() or platform.machine()} with {cores} CPUs, one thread per rank"]
     lines += [f"    {x}" for x in head.get("tjit", [])[:3]]
     lines.append(f"    PyTorch: {torch_version}, DistributedDataParallel over Gloo" if torch_version
                  else "    PyTorch 2.x: not measured (" + ("--torch2 none" if args.torch2 == "none" else
-                                                     f"{torch2} is missing: make bench-deps") + ")")
+                                                     f"{args.torch2} is missing: make bench-deps") + ")")
     lines.append("")
     lines.append("Weak scaling: a fixed batch per rank; efficiency = throughput(N) / (N x "
                  "throughput(1)) = steps/s(N) / steps/s(1). hidden = 1 - exposed / all-reduce "
