@@ -55,6 +55,7 @@ struct tjd_backend {
     const char *name;         /* "mpi" */
     tj_device_type device;    /* the device whose tensors it takes */
     int rank, world_size;
+    int64_t max_count; /* the most elements one rank's buffer may hold */
     /* Starts a collective; *req is what test takes. */
     tj_status (*start)(tjd_backend *b, const tjd_coll_args *a, void **req, char *err, size_t errlen);
     /* Sets *done once req has completed, and then frees it. */

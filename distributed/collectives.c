@@ -71,6 +71,14 @@ static tj_status check_tensor(const char *coll, const char *arg, const tj_tensor
     return TJ_OK;
 }
 
+/* Counts past what the backend takes are refused on every rank alike. */
+static tj_status check_count(const char *coll, const char *arg, int64_t count, const tjd_backend *b) {
+    if (count <= b->max_count) return TJ_OK;
+    return tjc_error(TJ_ERR_UNSUPPORTED, "%s: %s has %lld elements; the %s backend moves at most "
+                     "%lld per rank in one collective", coll, arg, (long long)count, b->name,
+                     (long long)b->max_count);
+}
+
 static tj_status check_op(const char *coll, tj_reduce_op op, tj_dtype dtype) {
     if ((unsigned)op > TJ_REDUCE_MIN)
         return tjc_error(TJ_ERR_ARG, "%s: reduce op %d is not one of TJ_REDUCE_SUM, AVG, MAX, MIN",
@@ -83,7 +91,7 @@ static tj_status check_op(const char *coll, tj_reduce_op op, tj_dtype dtype) {
 
 /* ---- buffers and submission -------------------------------------------------------- */
 
-static tj_dist_work *new_work(const char *coll, tjd_coll_kind kind, tjd_backend *b) {
+static tj_dist_work *new_work(const char *coll, tjd_coll_kind kind) {
     tj_dist_work *w = calloc(1, sizeof *w);
     if (!w) {
         tjc_error(TJ_ERR_MEMORY, "%s: out of memory", coll);
@@ -91,7 +99,6 @@ static tj_dist_work *new_work(const char *coll, tjd_coll_kind kind, tjd_backend 
     }
     w->args.kind = kind;
     w->args.root = 0;
-    w->world_size = b->world_size;
     return w;
 }
 
@@ -149,7 +156,8 @@ tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group
     RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
     RETURN_IF_ERROR(check_tensor(coll, "t", t, b, true));
     RETURN_IF_ERROR(check_op(coll, op, t->dtype));
-    tj_dist_work *w = new_work(coll, TJD_ALL_REDUCE, b);
+    RETURN_IF_ERROR(check_count(coll, "t", tj_numel(t), b));
+    tj_dist_work *w = new_work(coll, TJD_ALL_REDUCE);
     if (!w) return TJ_ERR_MEMORY;
     tj_status st = buffer_of(coll, w, t, true, &w->args.recv);
     if (st != TJ_OK) {
@@ -173,7 +181,8 @@ tj_status tj_dist_broadcast(tj_tensor *t, int root, tj_dist_group *group, tj_dis
     if (root < 0 || root >= b->world_size)
         return tjc_error(TJ_ERR_ARG, "%s: root %d is not a rank of the group (0 to %d)", coll, root,
                          b->world_size - 1);
-    tj_dist_work *w = new_work(coll, TJD_BROADCAST, b);
+    RETURN_IF_ERROR(check_count(coll, "t", tj_numel(t), b));
+    tj_dist_work *w = new_work(coll, TJD_BROADCAST);
     if (!w) return TJ_ERR_MEMORY;
     tj_status st = buffer_of(coll, w, t, true, &w->args.recv);
     if (st != TJ_OK) {
@@ -220,7 +229,9 @@ static tj_status pair_collective(const char *coll, tjd_coll_kind kind, tj_tensor
     RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
     RETURN_IF_ERROR(check_pair(coll, out, in, b, kind == TJD_ALL_GATHER));
     if (kind == TJD_REDUCE_SCATTER) RETURN_IF_ERROR(check_op(coll, op, in->dtype));
-    tj_dist_work *w = new_work(coll, kind, b);
+    if (kind == TJD_ALL_GATHER) RETURN_IF_ERROR(check_count(coll, "in", tj_numel(in), b));
+    else RETURN_IF_ERROR(check_count(coll, "out", tj_numel(out), b));
+    tj_dist_work *w = new_work(coll, kind);
     if (!w) return TJ_ERR_MEMORY;
     void *send = NULL;
     tj_status st = buffer_of(coll, w, (tj_tensor *)in, false, &send);
@@ -254,7 +265,7 @@ tj_status tj_dist_barrier(tj_dist_group *group, tj_dist_work **work) {
     tjd_backend *b;
     if (work) *work = NULL;
     RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
-    tj_dist_work *w = new_work(coll, TJD_BARRIER, b);
+    tj_dist_work *w = new_work(coll, TJD_BARRIER);
     if (!w) return TJ_ERR_MEMORY;
     return submit(group, w, work);
 }

@@ -163,14 +163,15 @@ static tj_status make_buckets(tj_ddp *d, const int *order, int n) {
         bk->bytes += param_bytes(p);
         bk->n_params++;
     }
+    tj_scope_begin(); /* the buckets and views are kept (retained); the steps to them are not */
     for (int i = 0; !st && i < n; i++) { /* each bucket made when its first parameter comes */
         ddp_param *p = &d->params[order[i]];
         ddp_bucket *bk = &d->buckets[p->bucket];
         if (!bk->flat)
-            bk->flat = tj_zeros_on(&numel[p->bucket], 1, tj_tensor_dtype(p->tensor), tj_tensor_device(p->tensor));
+            bk->flat = tj_retain(tj_zeros_on(&numel[p->bucket], 1, tj_tensor_dtype(p->tensor),
+                                             tj_tensor_device(p->tensor)));
         if (!bk->flat) st = tj_last_status();
     }
-    tj_scope_begin(); /* the views are kept; the steps to them are not */
     for (int i = 0; !st && i < n; i++) {
         ddp_param *p = &d->params[order[i]];
         tj_tensor *part = tj_narrow(d->buckets[p->bucket].flat, 0, p->offset, param_numel(p));
@@ -235,9 +236,9 @@ static tj_status fill_slice(tj_ddp *d, ddp_param *p, tj_tensor *grad) {
     tj_scope_begin();
     tj_tensor *acc = accumulated(d, p), *value = grad ? grad : acc;
     if (acc && grad) value = tj_add(acc, grad, 1.0);
-    tj_status st = TJ_OK;
-    if (acc && grad && !value) st = tj_last_status();
-    else if (value ? !tj_copy_(p->slice, value) : !tj_mul_scalar_(p->slice, 0.0)) st = tj_last_status();
+    else if (!value) value = tj_zeros_on(tj_sizes(p->slice), tj_ndim(p->slice), tj_tensor_dtype(p->slice),
+                                         tj_tensor_device(p->slice));
+    tj_status st = value && tj_copy_(p->slice, value) ? TJ_OK : tj_last_status();
     tj_scope_end();
     return st;
 }
@@ -328,7 +329,8 @@ static tj_status wait_all(tj_ddp *d) {
         d->stats.comm_s += bk->t_done - bk->t_start;
         if (st && !first) first = fail(d, st, "an all-reduce of gradients failed");
     }
-    return first;
+    /* the later handles' messages ("abandoned") do not replace the cause */
+    return first ? tjc_error(first, "tj_ddp: %s", d->failure) : TJ_OK;
 }
 
 static tj_status publish(tj_ddp *d) {
@@ -481,14 +483,14 @@ static tj_status agree(tj_ddp *d, bool ok, const char *local_error) {
     if (st) snprintf(msg, sizeof msg, "tj_ddp_wrap: comparing the ranks' parameters failed: %s",
                      tj_last_error());
     const int64_t *all = host ? tj_data(host) : NULL;
-    int me = tj_dist_rank();
+    if (!st && !ok) { /* this rank's own reason first */
+        st = TJ_ERR_ARG;
+        snprintf(msg, sizeof msg, "%s", local_error);
+    }
     for (int r = 0; !st && r < world; r++) {
-        const int64_t *m = all + (size_t)r * META_N;
-        if (!m[META_OK]) {
-            st = TJ_ERR_ARG;
-            if (r == me) snprintf(msg, sizeof msg, "%s", local_error);
-            else snprintf(msg, sizeof msg, "tj_ddp_wrap: rank %d could not wrap its program", r);
-        }
+        if (all[(size_t)r * META_N + META_OK]) continue;
+        st = TJ_ERR_ARG;
+        snprintf(msg, sizeof msg, "tj_ddp_wrap: rank %d could not wrap its program", r);
     }
     for (int r = 1; !st && r < world; r++) {
         const int64_t *a = all, *b = all + (size_t)r * META_N;

@@ -18,7 +18,6 @@
 
 struct tj_dist_work {
     tjd_coll_args args;      /* buffers: the tensors' own, or tmp */
-    int world_size;          /* of the group it was queued to */
     double avg_divisor;      /* AVG: the world size; 0 otherwise */
     tj_tensor *unpack_into;  /* a non-contiguous result tensor, filled from tmp when done */
     void *tmp;               /* contiguous buffers owned by the item (malloc) */

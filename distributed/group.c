@@ -196,8 +196,9 @@ static void *comm_thread(void *arg) {
             pthread_cond_wait(&wake_thread, &lock);
             continue;
         }
-        /* start what was queued, in order */
-        while (g->queue_head && !g->failed) {
+        /* start what was queued, in order; with the comparison on, one at a
+         * time (a comparison never runs beside a collective in flight) */
+        while (g->queue_head && !g->failed && !(g->check && active)) {
             tj_dist_work *w = g->queue_head;
             g->queue_head = w->next;
             if (!g->queue_head) g->queue_tail = NULL;
@@ -278,7 +279,7 @@ static void *comm_thread(void *arg) {
             active_tail = &active;
             continue;
         }
-        if (active && !progressed && !g->queue_head) {
+        if (active && !progressed && (!g->queue_head || g->check)) {
             pthread_mutex_unlock(&lock);
             nanosleep(&(struct timespec){0, TJD_POLL_SLEEP_NS}, NULL);
             pthread_mutex_lock(&lock);

@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,58 +69,60 @@ static tj_status mpi_finalize(tjd_backend *b, bool failed) {
     return TJ_OK;
 }
 
-static void *load_plugin(char *tried, size_t n, char *why, size_t whylen) {
+/* Each attempt's failure, as the loader words it, goes into why; the path
+ * that loads, into loaded. */
+static char loaded[4096];
+
+static void *try_load(const char *path, char *why, size_t n) {
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (dl) {
+        snprintf(loaded, sizeof loaded, "%s", path);
+    } else {
+        size_t used = strlen(why);
+        snprintf(why + used, n - used, "%s%s", used ? "; " : "", dlerror());
+    }
+    return dl;
+}
+
+static void *load_plugin(char *why, size_t n) {
     const char *env = getenv("TJIT_MPI_PLUGIN");
     char path[4096];
     void *dl = NULL;
-    tried[0] = '\0';
     why[0] = '\0';
-#define TRY(p)                                                                 \
-    do {                                                                       \
-        dl = dlopen((p), RTLD_NOW | RTLD_LOCAL);                               \
-        size_t used_ = strlen(tried);                                          \
-        snprintf(tried + used_, n - used_, "%s%s", used_ ? ", " : "", (p));    \
-        if (dl) return dl;                                                     \
-        if (!why[0]) snprintf(why, whylen, "%s", dlerror());                   \
-    } while (0)
-    if (env && env[0]) {
-        TRY(env); /* an explicit choice is the only one tried */
-        return NULL;
-    }
+    if (env && env[0]) return try_load(env, why, n); /* an explicit choice is the only one tried */
     Dl_info info;
     if (dladdr((void *)tjd_mpi_open, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
         const char *slash = strrchr(info.dli_fname, '/');
         snprintf(path, sizeof path, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
                  TJD_MPI_PLUGIN_NAME);
-        TRY(path);
+        if ((dl = try_load(path, why, n))) return dl;
     }
 #ifdef TJIT_MPI_PLUGIN_DIR
     snprintf(path, sizeof path, "%s/%s", TJIT_MPI_PLUGIN_DIR, TJD_MPI_PLUGIN_NAME);
-    TRY(path);
+    if ((dl = try_load(path, why, n))) return dl;
 #endif
-    TRY(TJD_MPI_PLUGIN_NAME);
-#undef TRY
-    return NULL;
+    return try_load(TJD_MPI_PLUGIN_NAME, why, n);
 }
 
 tj_status tjd_mpi_open(tjd_backend **out) {
-    char tried[8192], why[1024];
-    void *dl = load_plugin(tried, sizeof tried, why, sizeof why);
+    char why[4096];
+    void *dl = load_plugin(why, sizeof why);
     if (!dl)
         return tjc_error(TJ_ERR_UNSUPPORTED,
-                         "tj_dist_init(\"mpi\"): cannot load the MPI plugin %s (tried %s): %s; it "
-                         "needs Open MPI's library (Debian: apt-get install libopenmpi3 openmpi-bin, "
-                         "or libopenmpi-dev to build); set TJIT_MPI_PLUGIN to the plugin's path",
-                         TJD_MPI_PLUGIN_NAME, tried, why);
+                         "tj_dist_init(\"mpi\"): cannot load the MPI plugin %s: %s. It is built "
+                         "with tjit where MPI is found and needs Open MPI's library at run time "
+                         "(Debian: apt-get install libopenmpi3 openmpi-bin; libopenmpi-dev to "
+                         "build it); TJIT_MPI_PLUGIN names its path", TJD_MPI_PLUGIN_NAME, why);
     tjd_mpi_plugin_fn get = (tjd_mpi_plugin_fn)dlsym(dl, TJD_MPI_PLUGIN_SYMBOL);
     const tjd_mpi_plugin *api = get ? get() : NULL;
     if (!api || api->version != TJD_MPI_PLUGIN_VERSION) {
         dlclose(dl);
-        return tjc_error(TJ_ERR_UNSUPPORTED,
-                         "tj_dist_init(\"mpi\"): the MPI plugin loaded from %s is not this tjit's "
-                         "(%s, version %d; this tjit needs %s version %d)", tried,
-                         get ? "its table" : "no " TJD_MPI_PLUGIN_SYMBOL, api ? api->version : -1,
-                         TJD_MPI_PLUGIN_SYMBOL, TJD_MPI_PLUGIN_VERSION);
+        if (!api)
+            return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"mpi\"): %s is not tjit's MPI "
+                             "plugin: it has no %s", loaded, TJD_MPI_PLUGIN_SYMBOL);
+        return tjc_error(TJ_ERR_UNSUPPORTED, "tj_dist_init(\"mpi\"): %s is another tjit's MPI "
+                         "plugin: its table has version %d, this tjit needs %d", loaded,
+                         api->version, TJD_MPI_PLUGIN_VERSION);
     }
     tjd_backend *b = calloc(1, sizeof *b);
     mpi_state *s = calloc(1, sizeof *s);
@@ -139,6 +142,7 @@ tj_status tjd_mpi_open(tjd_backend **out) {
     s->api = api;
     b->name = "mpi";
     b->device = TJ_CPU;
+    b->max_count = INT_MAX; /* MPI's counts are int */
     b->start = mpi_start;
     b->test = mpi_test;
     b->abandon = mpi_abandon;

@@ -28,8 +28,9 @@ static bool take_shard(tj_tensor **t, int dim, const char *what) {
     if (!DDP || tj_ndim(*t) == 0) return true;
     int64_t batch = tj_size(*t, dim);
     if (batch % world) {
-        fprintf(stderr, "train %s: the global batch of %lld does not split evenly across %d ranks\n",
-                what, (long long)batch, world);
+        if (tj_dist_rank() == 0)
+            fprintf(stderr, "train %s: the global batch of %lld does not split evenly across %d ranks\n",
+                    what, (long long)batch, world);
         return false;
     }
     int64_t n = batch / world;

@@ -141,23 +141,23 @@ static bool writes_inputs(const tji_instr *I) {
 
 /* Values are numbered as plan_build.c does (inputs, then every result);
  * values that are the same memory (views, in-place results) form a class,
- * and an output is final after the last instruction writing its class. A
- * register's value is the one its last writer made, so the walk maps
- * registers to values as it goes. */
+ * and an output is final after the instruction that makes it and the last
+ * one writing its class. A register's value is the one its last writer
+ * made, so the walk maps registers to values as it goes. */
 static tj_status find_output_final(tji_code *code) {
     int n_values = code->n_inputs;
     for (int k = 0; k < code->n_instrs; k++) n_values += code->instrs[k].n_out;
     int *parent = int_array(n_values), *last_write = int_array(n_values);
-    int *reg_value = int_array(code->n_regs);
+    int *reg_value = int_array(code->n_regs), *made_by = int_array(n_values);
     code->output_final = int_array(code->n_outputs);
     code->ready_order = int_array(code->n_outputs);
     tj_status st = TJ_OK;
-    if (!parent || !last_write || !reg_value || !code->output_final || !code->ready_order)
+    if (!parent || !last_write || !reg_value || !made_by || !code->output_final || !code->ready_order)
         st = tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
     for (int pass = 0; !st && pass < 2; pass++) {
         for (int v = 0; v < n_values; v++) {
             if (pass == 0) parent[v] = v;
-            last_write[v] = -1;
+            last_write[v] = made_by[v] = -1;
         }
         for (int i = 0; i < code->n_inputs; i++)
             if (code->input_regs[i] >= 0) reg_value[code->input_regs[i]] = i;
@@ -173,15 +173,19 @@ static tj_status find_output_final(tji_code *code) {
                 bool defines = !alias || writes_inputs(I); /* a view writes no data */
                 if (pass == 1 && defines) last_write[find_class(parent, next)] = k;
                 reg_value[I->out[j]] = next;
+                made_by[next] = k;
             }
         }
-        for (int i = 0; pass == 1 && i < code->n_outputs; i++)
-            code->output_final[i] = last_write[find_class(parent, reg_value[code->output_regs[i]])];
+        for (int i = 0; pass == 1 && i < code->n_outputs; i++) {
+            int v = reg_value[code->output_regs[i]], w = last_write[find_class(parent, v)];
+            code->output_final[i] = w > made_by[v] ? w : made_by[v];
+        }
     }
     if (!st) tji_ready_sort(code->output_final, code->n_outputs, code->ready_order);
     tjc_free(parent);
     tjc_free(last_write);
     tjc_free(reg_value);
+    tjc_free(made_by);
     return st;
 }
 

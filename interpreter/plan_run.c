@@ -6,7 +6,11 @@
  * prepared tjc_call per step. Headers hold one reference each, kept for the
  * frame's life, so a kernel that retains and releases its arguments never
  * frees them. A replay writes only the slots over inputs (storage and
- * offset) and over external buffers (a fresh storage each), then runs. */
+ * offset) and over external buffers (a fresh storage each), then runs.
+ * With a tji_ready, each output is made and handed to it right after the
+ * step that makes it final (plan.h's output_final), and tj_backward's
+ * gradient hook starts on a gradient while later steps still run; without
+ * one, the step loop is the plain one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -308,6 +308,46 @@ static void c_gradients(void) {
     FAILS_NULL(tj_program_backward_graph(NULL));
 }
 
+static tj_status hook_ready(void *ctx, int param, tj_tensor *grad, int remaining) {
+    (void)ctx, (void)param, (void)grad, (void)remaining;
+    return TJ_OK;
+}
+
+static void c_grad_hook(void) {
+    tj_grad_hook hook = {.ready = hook_ready};
+    tj_grad_hook no_ready = {0};
+    FAILS_STATUS(tj_program_set_grad_hook(NULL, &hook));
+    FAILS_STATUS(tj_program_set_grad_hook(P, &hook)); /* compiled without gradients */
+    FAILS_STATUS(tj_program_set_grad_hook(P, NULL));
+    FAILS_STATUS(tj_program_set_grad(NULL, "w", T));
+    FAILS_STATUS(tj_program_set_grad(P, NULL, T));
+    FAILS_STATUS(tj_program_set_grad(P, "no_such_parameter", T));
+    /* a program with gradients: y = relu(x) * w */
+    tj_graph *g = tj_graph_parse("graph(%x : Float(2, 3), %w : Float(2, 3)):\n"
+                                 "  %r : Float(2, 3) = aten::relu(%x)\n"
+                                 "  %y : Float(2, 3) = aten::mul(%r, %w)\n"
+                                 "  return (%y)\n", NULL);
+    assert_non_null(g);
+    tj_tensor *w = tj_ones(SIZES, 2, TJ_F32);
+    assert_int_equal(tj_graph_bind_input(g, 1, w), TJ_OK);
+    tj_compile_options o = {.grad_parameters = true};
+    tj_program *p = tj_compile(g, &o);
+    assert_non_null(p);
+    FAILS_STATUS(tj_program_set_grad_hook(p, &no_ready));
+    WORKS(assert_int_equal(tj_program_set_grad_hook(p, &hook), TJ_OK));
+    FAILS_STATUS(tj_program_set_grad_hook(p, &hook)); /* one is installed */
+    WORKS(assert_int_equal(tj_program_set_grad_hook(p, NULL), TJ_OK));
+    tj_tensor *wrong = tj_zeros(SIZES, 2, TJ_F64);
+    FAILS_STATUS(tj_program_set_grad(p, "w", wrong));
+    FAILS_STATUS(tj_program_set_grad(p, "x", T)); /* an input */
+    WORKS(assert_int_equal(tj_program_set_grad(p, "w", T), TJ_OK));
+    WORKS(assert_int_equal(tj_program_set_grad(p, "w", NULL), TJ_OK));
+    tj_release(wrong);
+    tj_program_free(p);
+    tj_release(w);
+    tj_graph_free(g);
+}
+
 static void c_functions(void) {
     tj_tensor *in[1] = {NULL}, *out[1] = {NULL};
     FAILS_NULL(tj_function_new(NULL, NULL, 1, 1, 4, NULL));
@@ -425,6 +465,7 @@ static const api_entry table[] = {
      "tj_program_graph", c_programs},
     {"tj_backward tj_program_grad tj_program_zero_grad tj_program_saved "
      "tj_program_backward_graph", c_gradients},
+    {"tj_program_set_grad_hook tj_program_set_grad", c_grad_hook},
     {"tj_function_new tj_function_call tj_function_get_stats tj_function_free", c_functions},
     {"tj_load_npy tj_save_npy", c_npy},
     {"tj_type_tensor tj_type_tensor_of tj_type_contiguous tj_type_of_tensor tj_type_scalar "

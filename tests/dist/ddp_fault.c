@@ -64,7 +64,7 @@ int main(void) {
         if (tj_run(p, in, &loss)) die(rank, "forward");
         tj_release(loss);
         if (rank == leaver && step == 1) {
-            DELAY_S = backward_s / 2; /* about half-way through this backward */
+            DELAY_S = backward_s / 4; /* early in this backward */
             pthread_t th;
             if (pthread_create(&th, NULL, leave, NULL)) _exit(1);
             tj_backward(p, NULL, NULL);

@@ -214,7 +214,9 @@ static void small_buckets_start_during_backward(void **state) {
     tj_tensor *mine[2] = {shard(w.inputs[0], 0), shard(w.inputs[1], 0)};
     replica r = make_replica(&tjx_mlp, "nll", 5, mine);
     tj_ddp_options o = {.bucket_bytes = 64 * 1024};
+    tj_scope_begin(); /* what the wrapper keeps is its own, not the scope's */
     tj_ddp *ddp = tj_ddp_wrap(r.program, NULL, &o);
+    tj_scope_end();
     assert_non_null(ddp);
     for (int step = 0; step < 3; step++) ddp_step(&r, mine, 0.1);
     tj_ddp_stats st;

@@ -213,6 +213,27 @@ static void many_handles_in_flight(void **state) {
     }
 }
 
+/* Sums of arbitrary floats depend on the order they are added in; every
+ * rank must still get the same bits (data-parallel replicas stay identical). */
+static void every_rank_gets_the_same_bits(void **state) {
+    (void)state;
+    for (int d = 0; d < 2; d++)
+        for (int op = TJ_REDUCE_SUM; op <= TJ_REDUCE_AVG; op++)
+            for (int64_t n = 1001; n <= (1 << 20) + 3; n += (1 << 20) + 2 - 1001) {
+                tj_dtype dt = d ? TJ_F64 : TJ_F32;
+                tj_tensor *t = tt_random(gen, (const int64_t[]){n}, 1, dt, -1e3, 1e3);
+                assert_int_equal(tj_dist_all_reduce(t, (tj_reduce_op)op, NULL, NULL), TJ_OK);
+                tj_tensor *all = zeros(dt, n * world, false);
+                assert_int_equal(tj_dist_all_gather(all, t, NULL, NULL), TJ_OK);
+                size_t bytes = (size_t)n * tj_dtype_size(dt);
+                for (int r = 0; r < world; r++)
+                    if (memcmp((char *)tj_data(all) + (size_t)r * bytes, tj_data(t), bytes))
+                        fail_msg("rank %d: the %s %s all-reduce of %lld elements differs from rank %d's",
+                                 rank, tj_dtype_name(dt), op ? "avg" : "sum", (long long)n, r);
+                cases++;
+            }
+}
+
 static void barrier_and_group_queries(void **state) {
     (void)state;
     assert_true(tj_dist_is_initialized());
@@ -276,8 +297,9 @@ static void errors_are_refused_naming_the_collective(void **state) {
     REFUSED(tj_dist_all_reduce(expanded, TJ_REDUCE_SUM, NULL, NULL), TJ_ERR_ARG, "overlapping elements");
     REFUSED(tj_dist_all_reduce(t, TJ_REDUCE_SUM, (tj_dist_group *)t, NULL), TJ_ERR_ARG,
             "not a live process group");
-    /* a CUDA tensor, where one can be made */
-    tj_tensor *cuda = tj_zeros_on((const int64_t[]){4}, 1, TJ_F32, TJ_DEVICE_CUDA(0));
+    /* a CUDA tensor, where one can be made (a build with the CUDA backend:
+     * on a GPU, or on the host execution harness, TJIT_CUDA_DRIVER=host) */
+    tj_tensor *cuda = tj_empty_on((const int64_t[]){4}, 1, TJ_F32, TJ_DEVICE_CUDA(0));
     if (cuda) {
         REFUSED(tj_dist_all_reduce(cuda, TJ_REDUCE_SUM, NULL, NULL), TJ_ERR_DEVICE,
                 "t is on cuda:0; the mpi backend takes cpu tensors");
@@ -337,6 +359,7 @@ int main(void) {
         TT_SCOPED_TEST(blocking_collectives_match_one_process),
         TT_SCOPED_TEST(handles_outstanding_together_waited_out_of_order),
         TT_SCOPED_TEST(many_handles_in_flight),
+        TT_SCOPED_TEST(every_rank_gets_the_same_bits),
         TT_SCOPED_TEST(errors_are_refused_naming_the_collective),
         TT_SCOPED_TEST(disagreements_are_refused_when_checked),
     };

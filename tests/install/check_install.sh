@@ -54,7 +54,13 @@ readelf -d "$prefix/$libdir/libtjit.so.$version" | grep -q "SONAME.*\[libtjit.so
 # sources a binary was compiled from; nothing reads it to build or run.)
 leaks=$(grep -rIl -e "$build" -e "$src" "$prefix" || true)
 [ -z "$leaks" ] || fail "installed files name the build or source tree: $leaks"
-for f in "$prefix/$libdir/libtjit.so.$version" "$prefix/bin/tjit"; do
+# the MPI plugin (distributed/), where the build made one: beside libtjit.so
+binaries="$prefix/$libdir/libtjit.so.$version $prefix/bin/tjit"
+if [ -f "$build/libtjit_mpi.so" ]; then
+    [ -f "$prefix/$libdir/libtjit_mpi.so" ] || fail "$libdir/libtjit_mpi.so (the MPI plugin) was not installed"
+    binaries="$binaries $prefix/$libdir/libtjit_mpi.so"
+fi
+for f in $binaries; do
     if readelf -d "$f" | grep -e "$build" -e "$src"; then fail "$f names the tree in its dynamic section"; fi
 done
 "$prefix/bin/tjit" --version | grep -q "tjit $version" || fail "bin/tjit --version does not say $version"
