@@ -11,6 +11,8 @@
  * DDP statistics of the timed steps give the all-reduce time (comm_s) and the
  * part of it tj_backward waited for after the backward program ended
  * (exposed_s): hidden = 1 - exposed/comm is the share that overlapped backward.
+ * Then the wrapper is freed and the same windows are timed without DDP, every
+ * rank at once (no_comm_steps_per_s): the ranks' sharing of the machine alone.
  * Rank 0 prints the ISA lines and one line per workload and bucket size:
  *   ddp {"impl": "tjit", "workload": "mlp", "ranks": 2, "steps_per_s": ..., ...}
  * Usage: mpirun -np N bench_ddp [--budget S] [--windows K] [--only mlp,transformer]
