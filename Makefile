@@ -7,6 +7,7 @@
 #   make bench  one table: tjit eager/replay/fused/LLVM beside PyTorch 2.x (eager,
 #               jit.trace, its CPU fuser, torch.compile) and Debian's PyTorch 1.13
 #               (eager, jit.trace) (docs/performance.md)
+#   make bench-ddp  the data-parallel table: tjit DDP under mpirun beside PyTorch DDP (Gloo)
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 TSAN_DIR ?= build-tsan
@@ -15,7 +16,7 @@ CMAKE_FLAGS ?=
 # so `make test` runs the suite in both configurations (and the TSan build's few tests)
 TJIT_LLVM ?= ON
 
-.PHONY: all deps build build-asan demo test test-release test-asan install bench bench-deps bench-detail clean \
+.PHONY: all deps build build-asan demo test test-release test-asan install bench bench-deps bench-ddp bench-detail clean \
 	build-gpu test-gpu bench-gpu
 
 all: build
@@ -85,9 +86,19 @@ bench: build bench-deps
 	$(BENCH_PYTHON) bench/report.py --out $(BUILD_DIR)/bench --suite $(BUILD_DIR)/bench_suite
 	$(BUILD_DIR)/bench_memory
 
-# the detailed benchmarks, each printing its own table
+# the data-parallel training table (build/bench/ddp.md): bench_ddp under mpirun and
+# PyTorch 2.x's DistributedDataParallel over Gloo at 1, 2 and 4 ranks, one thread per
+# rank; DDP_BUDGET: timed seconds per row and side; DDP_ARGS: e.g. --ranks 1,2 --only mlp
+# --bucket-bytes 0,65536 (docs/performance.md, "Data-parallel training")
+DDP_BUDGET ?= 2
+DDP_ARGS ?=
+bench-ddp: build bench-deps
+	$(BENCH_PYTHON) bench/ddp_report.py --bench $(BUILD_DIR)/bench_ddp --torch2 $(TORCH2_PYTHON) \
+		--out $(BUILD_DIR)/bench --budget $(DDP_BUDGET) $(DDP_ARGS)
+
+# the detailed benchmarks, each printing its own table (bench_ddp runs under mpirun: bench-ddp)
 bench-detail: build
-	@for b in $(BUILD_DIR)/bench_*; do [ $$b = $(BUILD_DIR)/bench_suite ] && continue; echo "== $$b"; $$b || exit 1; done
+	@for b in $(BUILD_DIR)/bench_*; do case $$b in */bench_suite|*/bench_ddp) continue;; esac; echo "== $$b"; $$b || exit 1; done
 
 # On a machine with an NVIDIA GPU: the CUDA tests against the device (label gpu),
 # and the GPU benchmark table. Without apt, deps skips itself; give OpenBLAS and
