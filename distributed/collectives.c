@@ -171,7 +171,7 @@ tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group
     w->args.count = tj_numel(t);
     bool divide = op == TJ_REDUCE_AVG && !b->native_avg;
     w->args.op = divide ? TJ_REDUCE_SUM : op;
-    w->avg_divisor = divide ? (double)b->world_size : 0;
+    w->avg_divisor = divide && b->world_size > 1 ? (double)b->world_size : 0; /* by 1: nothing to do */
     w->held[0] = tj_retain(t);
     return submit(b, group, w, work);
 }
@@ -249,7 +249,7 @@ static tj_status pair_collective(const char *coll, tjd_coll_kind kind, tj_tensor
     w->args.count = kind == TJD_ALL_GATHER ? tj_numel(in) : tj_numel(out);
     bool divide = kind == TJD_REDUCE_SCATTER && op == TJ_REDUCE_AVG && !b->native_avg;
     w->args.op = divide ? TJ_REDUCE_SUM : op;
-    w->avg_divisor = divide ? (double)b->world_size : 0;
+    w->avg_divisor = divide && b->world_size > 1 ? (double)b->world_size : 0; /* by 1: nothing to do */
     w->held[0] = tj_retain(out);
     w->held[1] = tj_retain((tj_tensor *)in);
     return submit(b, group, w, work);

@@ -2,7 +2,8 @@
  * (tj_ddp_*, tjit/distributed.h, docs/distributed.md). The parameters are the
  * program's bound floating-point graph inputs; they are packed, in reverse
  * graph-input order (the order the backward pass finishes them in), into flat
- * buckets of at most bucket_bytes each, one dtype and device per bucket. The
+ * buckets of at most bucket_bytes each (the first at most 1 MiB), one dtype
+ * and device per bucket. The
  * gradient hook copies each gradient into its bucket slice as the backward
  * program hands it over and starts a bucket's non-blocking all-reduce as soon
  * as the bucket is full and every earlier bucket has started, so every rank
@@ -20,6 +21,11 @@
 #include "tjit/distributed.h"
 
 enum { DEFAULT_BUCKET_BYTES = 25 * 1000 * 1000 };
+/* The first bucket to fill is kept small, as PyTorch's DDP keeps it (1 MiB):
+ * it holds the first gradients the backward pass finishes, and its
+ * all-reduce then starts while the rest of the pass runs, however large
+ * bucket_bytes is. */
+enum { FIRST_BUCKET_BYTES = 1024 * 1024 };
 
 typedef struct ddp_param {
     int input;          /* graph input index */
@@ -28,6 +34,7 @@ typedef struct ddp_param {
     int bucket;         /* -1: left out (receives no gradient) */
     int64_t offset;     /* in elements, within the bucket */
     tj_tensor *slice;   /* the parameter's sizes, viewing its part of the bucket */
+    tj_tensor *published; /* the gradient last handed to the program (without bucket views) */
     bool ready;         /* its gradient of this backward pass is in the bucket */
 } ddp_param;
 
@@ -153,7 +160,8 @@ static tj_status make_buckets(tj_ddp *d, const int *order, int n) {
         if (o == n_open) {
             kind[n_open++] = p->tensor;
             open[o] = d->n_buckets++;
-        } else if (d->buckets[open[o]].bytes + param_bytes(p) > limit) {
+        } else if (d->buckets[open[o]].bytes + param_bytes(p) >
+                   (open[o] == 0 && limit > FIRST_BUCKET_BYTES ? FIRST_BUCKET_BYTES : limit)) {
             open[o] = d->n_buckets++;
         }
         ddp_bucket *bk = &d->buckets[open[o]];
@@ -190,7 +198,8 @@ static tj_status make_buckets(tj_ddp *d, const int *order, int n) {
 static void free_buckets(tj_ddp *d) {
     for (int k = 0; d->params && k < d->n_params; k++) {
         tj_release(d->params[k].slice);
-        d->params[k].slice = NULL;
+        tj_release(d->params[k].published);
+        d->params[k].slice = d->params[k].published = NULL;
     }
     for (int b = 0; d->buckets && b < d->n_buckets; b++) tj_release(d->buckets[b].flat);
     tjc_free(d->buckets);
@@ -225,7 +234,9 @@ static tj_tensor *accumulated(tj_ddp *d, const ddp_param *p) {
 static tj_status accumulate_locally(tj_ddp *d, const ddp_param *p, tj_tensor *grad) {
     tj_scope_begin();
     tj_tensor *acc = accumulated(d, p);
-    tj_tensor *sum = acc ? tj_add(acc, grad, 1.0) : tj_clone(grad);
+    /* the program's gradient is a new tensor: grad itself, or a sum (never
+     * written into: grad may be a value the replay shares) */
+    tj_tensor *sum = acc ? tj_add(acc, grad, 1.0) : grad;
     tj_status st = sum ? tj_program_set_grad(d->program, p->name, sum) : tj_last_status();
     tj_scope_end();
     return st;
@@ -282,13 +293,18 @@ static tj_status start_ready_buckets(tj_ddp *d, int remaining, bool force) {
     return TJ_OK;
 }
 
+/* A world of one: the average of the gradients is this rank's own, so they
+ * are handed to the program as it would take them without the wrapper, with
+ * no bucket, copy or collective (unless the gradients must be bucket views). */
+static bool alone(const tj_ddp *d) { return tj_dist_world_size() == 1 && !d->opts.gradient_as_bucket_view; }
+
 static tj_status hook_ready(void *ctx, int input, tj_tensor *grad, int remaining) {
     tj_ddp *d = ctx;
     if (input < 0 || input >= d->n_inputs || d->param_of_input[input] < 0)
         return tjc_error(TJ_ERR_INTERNAL, "tj_ddp: a gradient for graph input %d, which is not a "
                          "parameter", input);
     ddp_param *p = &d->params[d->param_of_input[input]];
-    if (d->no_sync || p->bucket < 0) return accumulate_locally(d, p, grad);
+    if (d->no_sync || p->bucket < 0 || alone(d)) return accumulate_locally(d, p, grad);
     if (d->failed) return tjc_error(d->failed, "tj_ddp: %s (the group can only be finalized)", d->failure);
     if (p->ready)
         return tjc_error(TJ_ERR_INTERNAL, "tj_ddp: parameter '%s' was handed two gradients in one "
@@ -333,13 +349,32 @@ static tj_status wait_all(tj_ddp *d) {
     return first ? tjc_error(first, "tj_ddp: %s", d->failure) : TJ_OK;
 }
 
+static bool held_by_ddp_alone(const tj_tensor *t) {
+    return atomic_load(&((tj_tensor *)t)->refcount) == 1 && atomic_load(&t->storage->refcount) == 1;
+}
+
+/* The averaged slice of p in a tensor of its own. The one handed over at the
+ * previous step is written again when nothing but this wrapper holds it any
+ * more (the program's gradient was cleared and nobody kept it or a view of
+ * it), so that a training loop's steady state allocates nothing here; a
+ * gradient someone still holds is never overwritten. */
+static tj_tensor *reusable_copy(ddp_param *p) {
+    if (p->published && held_by_ddp_alone(p->published))
+        return tj_copy_(p->published, p->slice) ? p->published : NULL;
+    tj_release(p->published);
+    p->published = NULL;
+    tj_tensor *g = tj_clone(p->slice); /* owned by publish()'s scope */
+    if (g) p->published = tj_retain(g);
+    return g;
+}
+
 static tj_status publish(tj_ddp *d) {
     tj_status st = TJ_OK;
     tj_scope_begin();
     for (int k = 0; !st && k < d->n_params; k++) {
         ddp_param *p = &d->params[k];
         if (p->bucket < 0) continue;
-        tj_tensor *g = d->opts.gradient_as_bucket_view ? p->slice : tj_clone(p->slice);
+        tj_tensor *g = d->opts.gradient_as_bucket_view ? p->slice : reusable_copy(p);
         st = g ? tj_program_set_grad(d->program, p->name, g) : tj_last_status();
     }
     tj_scope_end();
@@ -395,6 +430,10 @@ static tj_status repack_in_arrival_order(tj_ddp *d) {
 static tj_status hook_finish(void *ctx, tj_status backward_status) {
     tj_ddp *d = ctx;
     if (d->no_sync) return backward_status;
+    if (alone(d)) {
+        if (!backward_status) d->stats.steps++;
+        return backward_status;
+    }
     tj_status st = TJ_OK;
     if (!backward_status && !d->failed) {
         /* a parameter the pass handed nothing to contributes its accumulated gradient (or zeros) */
