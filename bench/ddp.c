@@ -151,7 +151,7 @@ static int run(const workload *w, int64_t bucket_bytes, const options *o) {
                "\"exposed_ms_per_step\": %.6g, \"hidden\": %s, \"early_buckets_per_step\": %.4g}\n",
                w->name, tj_dist_world_size(), (long long)w->batch,
                (long long)(w->batch * tj_dist_world_size()), tj_get_num_threads(),
-               (long long)bucket_bytes /* 0: the default */, s1.buckets, s1.parameters,
+               (long long)(bucket_bytes ? bucket_bytes : 25 << 20) /* 0: the default, 25 MiB */, s1.buckets, s1.parameters,
                (long long)(st > 0 ? (double)(s1.bytes_reduced - s0.bytes_reduced) / st : 0),
                o->windows, (long long)n, med, rate[0], rate[o->windows - 1], mean_rate, med_alone,
                st > 0 ? 1e3 * comm / st : 0, st > 0 ? 1e3 * exposed / st : 0, hidden,

@@ -188,7 +188,9 @@ def measure(args):
     """Runs both sides at each world size; returns (rows, the sides' other
     output lines, errors) and writes <out>/ddp.jsonl."""
     ranks = [int(n) for n in args.ranks.split(",")]
-    buckets = [int(b) or 25 << 20 for b in args.bucket_bytes.split(",")]
+    # 0 goes to both sides as their default (25 MiB, the first bucket 1 MiB);
+    # their rows name it 25 << 20
+    buckets = [int(b) for b in args.bucket_bytes.split(",")]
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")

@@ -105,7 +105,10 @@ def run(rank, world, name, bucket_bytes, args):
     batch, lr, make = WORKLOADS[name]
     model, inputs = make(rank, batch)
     cap = bucket_bytes or DEFAULT_BUCKET
-    ddp = DDP(model, bucket_cap_mb=cap / (1 << 20))  # parameters broadcast from rank 0
+    # parameters broadcast from rank 0; the default row leaves bucket_cap_mb
+    # unset, as a user would, so that DDP keeps its first bucket at 1 MiB (it
+    # does so only with its defaults, as tjit does)
+    ddp = DDP(model, bucket_cap_mb=cap / (1 << 20)) if bucket_bytes else DDP(model)
     params = list(ddp.parameters())
 
     def step(m):

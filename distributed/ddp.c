@@ -2,8 +2,8 @@
  * (tj_ddp_*, tjit/distributed.h, docs/distributed.md). The parameters are the
  * program's bound floating-point graph inputs; they are packed, in reverse
  * graph-input order (the order the backward pass finishes them in), into flat
- * buckets of at most bucket_bytes each (the first at most 1 MiB), one dtype
- * and device per bucket. The
+ * buckets of at most bucket_bytes each (by default 25 MB, the first 1 MiB),
+ * one dtype and device per bucket. The
  * gradient hook copies each gradient into its bucket slice as the backward
  * program hands it over and starts a bucket's non-blocking all-reduce as soon
  * as the bucket is full and every earlier bucket has started, so every rank
@@ -20,11 +20,11 @@
 #include "core/core.h"
 #include "tjit/distributed.h"
 
-enum { DEFAULT_BUCKET_BYTES = 25 * 1000 * 1000 };
-/* The first bucket to fill is kept small, as PyTorch's DDP keeps it (1 MiB):
- * it holds the first gradients the backward pass finishes, and its
- * all-reduce then starts while the rest of the pass runs, however large
- * bucket_bytes is. */
+enum { DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024 }; /* PyTorch's 25 "MB" */
+/* With the default bucket size the first bucket to fill is kept small, as
+ * PyTorch's DDP keeps it with its defaults (1 MiB): it holds the first
+ * gradients the backward pass finishes, and its all-reduce then starts while
+ * the rest of the pass runs. */
 enum { FIRST_BUCKET_BYTES = 1024 * 1024 };
 
 typedef struct ddp_param {
@@ -161,7 +161,7 @@ static tj_status make_buckets(tj_ddp *d, const int *order, int n) {
             kind[n_open++] = p->tensor;
             open[o] = d->n_buckets++;
         } else if (d->buckets[open[o]].bytes + param_bytes(p) >
-                   (open[o] == 0 && limit > FIRST_BUCKET_BYTES ? FIRST_BUCKET_BYTES : limit)) {
+                   (open[o] == 0 && !d->opts.bucket_bytes ? FIRST_BUCKET_BYTES : limit)) {
             open[o] = d->n_buckets++;
         }
         ddp_bucket *bk = &d->buckets[open[o]];

@@ -85,7 +85,9 @@ tj_status tj_dist_test(tj_dist_work *work, bool *done);
 /* ---- data-parallel training ------------------------------------------------------- */
 
 typedef struct tj_ddp_options {
-    /* Gradient bytes per bucket; 0 for 25 MB. */
+    /* Gradient bytes per bucket; 0 for 25 MiB, with the first bucket to fill
+     * (the first gradients backward finishes) at most 1 MiB, as PyTorch's
+     * DDP does with its defaults. */
     int64_t bucket_bytes;
     /* The program's accumulated gradients (tj_program_grad) are views into the
      * buckets, which are all-reduced in place: no copy back. */
