@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuser.h"
+#include "fuse_rules.h"
 #include "tjit/passes.h"
 
-enum { MAX_OPERANDS = 60 }; /* inputs + outputs + chunk pieces, within the runner's limit */
+enum { MAX_OPERANDS = TJF_MAX_OPERANDS };
 
 bool tjf_fusible_op(const tj_op_info *op) {
     return op && tj_op_kind_of(op) == TJ_KIND_POINTWISE && op->pw_expr && op->inplace_of < 0 &&
@@ -38,17 +38,31 @@ static bool known_tensor(const tj_value *v) {
     return true;
 }
 
-static bool fusible_node(const tj_node *n) {
-    if (tj_node_kind_of(n) != TJ_NODE_OP || !tjf_fusible_op(tj_node_op(n))) return false;
-    if (tj_node_num_inputs(n) > 3) return false;
+static tjf_verdict verdict(tjf_reason r) { return (tjf_verdict){.reason = r}; }
+
+tjf_verdict tjf_check_node(const tj_node *n) {
+    if (tj_node_kind_of(n) != TJ_NODE_OP) return verdict(TJF_NOT_AN_OP);
+    const tj_op_info *op = tj_node_op(n);
+    if (!tjf_fusible_op(op)) { /* which part of tjf_fusible_op fails, for the report */
+        if (tj_op_kind_of(op) != TJ_KIND_POINTWISE) return verdict(TJF_OP_KIND);
+        if (!op->pw_expr) return verdict(TJF_OP_NO_EXPR);
+        if (op->schema.n_outputs != 1) return verdict(TJF_OP_OUTPUTS);
+        return verdict(TJF_OP_INPLACE);
+    }
+    if (tj_node_num_inputs(n) > 3) return verdict(TJF_NODE_OPERANDS);
     /* an integer power checks its exponent's data (no negative one), which
      * the eager kernel does and fused loops do not */
-    if (tj_node_op(n)->id == TJ_OP_pow && tj_value_type(tj_node_output(n, 0))->dtype == TJ_I64)
-        return false;
+    if (op->id == TJ_OP_pow && tj_value_type(tj_node_output(n, 0))->dtype == TJ_I64)
+        return verdict(TJF_INT_POW);
     for (int i = 0; i < tj_node_num_inputs(n); i++)
-        if (!known_tensor(tj_node_input(n, i))) return false;
-    return known_tensor(tj_node_output(n, 0));
+        if (!known_tensor(tj_node_input(n, i)))
+            return (tjf_verdict){.reason = TJF_UNKNOWN_TYPE, .value = tj_node_input(n, i)};
+    if (!known_tensor(tj_node_output(n, 0)))
+        return (tjf_verdict){.reason = TJF_UNKNOWN_TYPE, .value = tj_node_output(n, 0)};
+    return verdict(TJF_FUSIBLE);
 }
+
+static bool fusible_node(const tj_node *n) { return tjf_check_node(n).reason == TJF_FUSIBLE; }
 
 static bool is_group(const tj_node *n) { return tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP; }
 
@@ -74,6 +88,12 @@ static bool even_chunk(const tj_node *n, int64_t *chunks, int *dim) {
     }
     *chunks = c;
     return c > 0 && size % c == 0 && tj_node_num_outputs(n) == c;
+}
+
+bool tjf_is_even_chunk(const tj_node *n) {
+    int64_t chunks;
+    int dim;
+    return even_chunk(n, &chunks, &dim);
 }
 
 static bool same_sizes(const tj_type *a, const tj_type *b) {
@@ -190,25 +210,110 @@ static bool chunks_output_of(const tj_node *c, const tj_node *p) {
 }
 
 /* Whether p can join consumer c (see the file comment). */
-static bool can_merge(const tj_node *p, const tj_node *c) {
-    int64_t chunks;
-    int dim;
-    bool chunk = even_chunk(p, &chunks, &dim);
-    if (!chunk && !fusible_node(p) && !is_group(p)) return false;
-    if (chunks_output_of(c, p)) return false;
-    if (!tj_node_is_before(p, c)) return false;
-    if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES) return false;
+tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) {
+    bool chunk = tjf_is_even_chunk(p);
+    if (!chunk && !is_group(p)) {
+        tjf_verdict v = tjf_check_node(p);
+        if (v.reason != TJF_FUSIBLE) return v;
+    }
+    if (chunks_output_of(c, p)) return verdict(TJF_CHUNKS_PRODUCER);
+    if (!tj_node_is_before(p, c)) return verdict(TJF_NOT_BEFORE);
+    if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES)
+        return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(p) + member_size(c)};
     for (int o = 0; o < tj_node_num_outputs(p); o++) {
         const tj_value *v = tj_node_output(p, o);
         for (int u = 0; u < tj_value_num_uses(v); u++) {
             const tj_node *user = tj_value_use(v, u).user;
             if (user == c) continue;
             bool after = tj_node_kind_of(user) == TJ_NODE_RETURN || tj_node_is_before(c, user);
-            if (!after || chunk) return false;
-            if (!same_sizes(tj_value_type(v), group_type(c))) return false; /* a group output */
+            if (!after) return (tjf_verdict){.reason = TJF_USED_BEFORE, .node = user};
+            if (chunk) return (tjf_verdict){.reason = TJF_CHUNK_USED_OUTSIDE, .node = user};
+            if (!same_sizes(tj_value_type(v), group_type(c))) /* a group output */
+                return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = v};
         }
     }
-    return true;
+    return verdict(TJF_FUSIBLE);
+}
+
+static bool can_merge(const tj_node *p, const tj_node *c) {
+    return tjf_check_merge(p, c).reason == TJF_FUSIBLE;
+}
+
+/* ---- operand counts --------------------------------------------------------------- */
+
+static bool has_value(const tj_value *const *vs, int n, const tj_value *v) {
+    for (int i = 0; i < n; i++)
+        if (vs[i] == v) return true;
+    return false;
+}
+
+/* The operands of the group that merge() would make of p and c: the distinct
+ * outside values they read, their results read elsewhere, and chunk pieces. */
+static int merge_operands(const tj_node *p, const tj_node *c) {
+    const tj_node *members[2] = {p, c};
+    const tj_value *seen[2 * (TJF_MAX_ARGS + 4)];
+    int n_in = 0, n_out = 0, n_pieces = 0;
+    for (int m = 0; m < 2; m++) {
+        for (int i = 0; i < tj_node_num_inputs(members[m]); i++) {
+            const tj_value *v = tj_node_input(members[m], i);
+            if (tj_value_node(v) == p || has_value(seen, n_in, v)) continue;
+            if (n_in == (int)(sizeof seen / sizeof seen[0])) return n_in + 1; /* over any cap */
+            seen[n_in++] = v;
+        }
+        for (int o = 0; o < tj_node_num_outputs(members[m]); o++) {
+            const tj_value *v = tj_node_output(members[m], o);
+            bool outside = false;
+            for (int u = 0; u < tj_value_num_uses(v); u++)
+                outside |= tj_value_use(v, u).user != p && tj_value_use(v, u).user != c;
+            n_out += outside;
+        }
+        if (is_group(members[m])) {
+            const tj_block *b = tj_graph_block(tj_node_subgraph(members[m]));
+            for (const tj_node *n = tj_block_first(b); n; n = tj_node_next(n))
+                if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) n_pieces += tj_node_num_outputs(n);
+        } else if (tjf_is_even_chunk(members[m])) {
+            n_pieces += tj_node_num_outputs(members[m]);
+        }
+    }
+    return n_in + n_out + n_pieces;
+}
+
+/* For absorb(): where each input of p goes among c's inputs (slot), whether
+ * p's result is read outside c, how often c reads it, and the operands the
+ * grown group would have. */
+static int absorb_plan(const tj_node *p, const tj_node *c, int *slot, bool *outside, int *n_read) {
+    const tj_value *out = tj_node_output(p, 0);
+    int n_in = tj_node_num_inputs(p), n_c_in = tj_node_num_inputs(c), n_new = 0;
+    for (int i = 0; i < n_in; i++) {
+        const tj_value *v = tj_node_input(p, i);
+        slot[i] = -1;
+        for (int j = 0; j < n_c_in && slot[i] < 0; j++)
+            if (tj_node_input(c, j) == v) slot[i] = j;
+        for (int k = 0; k < i && slot[i] < 0; k++)
+            if (tj_node_input(p, k) == v) slot[i] = slot[k]; /* add(x, x) */
+        if (slot[i] < 0) slot[i] = n_c_in + n_new++;
+    }
+    *outside = false;
+    *n_read = 0;
+    for (int u = 0; u < tj_value_num_uses(out); u++) {
+        if (tj_value_use(out, u).user == c) ++*n_read;
+        else *outside = true;
+    }
+    return n_c_in + n_new - 1 + tj_node_num_outputs(c) + (*outside ? 1 : 0);
+}
+
+tjf_verdict tjf_check_operands(const tj_node *p, const tj_node *c) {
+    int count;
+    if (is_group(c) && fusible_node(p)) { /* the fuser absorbs p into c */
+        int slot[3];
+        bool outside;
+        int n_read;
+        count = absorb_plan(p, c, slot, &outside, &n_read);
+        if (n_read != 1) return verdict(TJF_READ_TWICE);
+    } else {
+        count = merge_operands(p, c);
+    }
+    return (tjf_verdict){.reason = count > MAX_OPERANDS ? TJF_OPERAND_CAP : TJF_FUSIBLE, .count = count};
 }
 
 /* Copies member m into sub, mapping values through map (outside values
@@ -276,6 +381,8 @@ static bool is_member(tj_node *const *members, int n, const tj_node *x) {
 /* Replaces p and c (p before c) by one group at c's place; NULL when the
  * group would exceed the operand limit (the graph is then unchanged). */
 static tj_node *merge(tj_graph *g, tj_node *p, tj_node *c, tj_status *st) {
+    *st = TJ_OK;
+    if (merge_operands(p, c) > MAX_OPERANDS) return NULL; /* too big: leave them apart */
     tj_node *members[2] = {p, c};
     tj_value *ext_in[MAX_OPERANDS], *ext_out[MAX_OPERANDS];
     builder B = {tj_graph_new(), tj_value_map_new(), ext_in, 0};
@@ -324,25 +431,10 @@ static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
     tj_graph *sub = tj_node_subgraph(c);
     tj_block *b = tj_graph_block(sub);
     tj_value *out = tj_node_output(p, 0);
-    int n_in = tj_node_num_inputs(p), n_c_in = tj_node_num_inputs(c), n_new = 0, n_read = 0;
+    int n_in = tj_node_num_inputs(p), n_read;
     int slot[3];
-    for (int i = 0; i < n_in; i++) {
-        tj_value *v = tj_node_input(p, i);
-        slot[i] = -1;
-        for (int j = 0; j < n_c_in && slot[i] < 0; j++)
-            if (tj_node_input(c, j) == v) slot[i] = j;
-        for (int k = 0; k < i && slot[i] < 0; k++)
-            if (tj_node_input(p, k) == v) slot[i] = slot[k]; /* add(x, x) */
-        if (slot[i] < 0) slot[i] = n_c_in + n_new++;
-    }
-    bool outside = false;
-    for (int u = 0; u < tj_value_num_uses(out); u++) {
-        if (tj_value_use(out, u).user == c) n_read++;
-        else outside = true;
-    }
-    if (n_c_in + n_new - 1 + tj_node_num_outputs(c) + (outside ? 1 : 0) > MAX_OPERANDS ||
-        n_read != 1)
-        return false;
+    bool outside;
+    if (absorb_plan(p, c, slot, &outside, &n_read) > MAX_OPERANDS || n_read != 1) return false;
     tj_value *ins[3];
     for (int i = 0; i < n_in && *st == TJ_OK; i++) {
         tj_value *v = tj_node_input(p, i);

@@ -85,6 +85,21 @@ static void dump(const tj_graph *g, const char *pass) {
     tjc_free(text);
 }
 
+/* Whether the TJIT_DUMP list names the fusion report ("all" does not: it means passes). */
+static bool names_report(const char *list) {
+    char item[NAME_MAX_LEN];
+    while (next_name(&list, item))
+        if (!strcmp(item, "fusion-report")) return true;
+    return false;
+}
+
+static void report_fusion(const tj_graph *g) {
+    char *text = tj_fusion_report(g);
+    fprintf(stderr, "%s", text ? text : "# fusion report: cannot make it\n");
+    if (!text) tj_clear_error();
+    tjc_free(text);
+}
+
 tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
     if (!g) return tjc_last_or(TJ_ERR_ARG, "tj_run_passes: the graph is NULL");
     if (!pipeline) return tjc_error(TJ_ERR_ARG, "tj_run_passes: the pipeline is NULL");
@@ -117,6 +132,7 @@ tj_status tj_run_passes(tj_graph *g, const char *pipeline) {
         }
 #endif
         if (dump_list && list_has(dump_list, name)) dump(g, name);
+        if (dump_list && !strcmp(name, "fuse") && names_report(dump_list)) report_fusion(g);
     }
     return TJ_OK;
 }

@@ -3,7 +3,8 @@
  * or its Graphviz form; with --after, the graph after chosen passes of the
  * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
  * kernel of each fusion group (and --asm its assembly); with --plan, the
- * static plan's memory (with --grad, the backward program's too). */
+ * static plan's memory (with --grad, the backward program's too); with
+ * --fusion-report, why fusion stopped where it did (tj_fusion_report). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 static int usage(void) {
     fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
                     "                 [--passes LIST] [--grad] [--kernels [--asm]] [--plan]\n"
+                    "                 [--fusion-report]\n"
                     "  --grad               the forward graph extended for backward, and the\n"
                     "                       backward graph of the parameters' gradients\n"
                     "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
@@ -27,6 +29,8 @@ static int usage(void) {
                     "  --plan               the replay plan's memory: offset, bytes and live\n"
                     "                       range of each value's buffer, the arena's size, and\n"
                     "                       the peak against the sum of all intermediates\n"
+                    "  --fusion-report      after the pipeline's fuse pass: the nodes left outside\n"
+                    "                       fusion groups and the groups not merged, with why\n"
                     "models: ", tj_default_pipeline());
     for (int i = 0; i < tjx_num_models(); i++)
         fprintf(stderr, "%s%s", i ? ", " : "", tjx_model_at(i)->name);
@@ -67,13 +71,21 @@ static bool check_after(const char *pipeline, const char *after) {
 }
 
 /* Runs pipeline one pass at a time, printing the graph after each pass
- * named in `after`. */
+ * named in `after` (which may be NULL) and the fusion report after each fuse
+ * pass when report is set. */
 static tj_status run_pipeline(tj_graph *g, const char *pipeline, const char *after, bool canonical,
-                              bool dot) {
+                              bool dot, bool report) {
     char name[64];
     for (const char *s = pipeline; next_name(&s, name, sizeof name);) {
         tj_status st = tj_run_passes(g, name);
         if (st != TJ_OK) return st;
+        if (report && !strcmp(name, "fuse")) {
+            char *text = tj_fusion_report(g);
+            if (!text) return tj_last_status();
+            fputs(text, stdout);
+            free(text);
+        }
+        if (!after) continue;
         if (!has_name(after, name)) continue;
         char *text = dot ? tj_graph_to_dot(g, 0) : tj_graph_to_string(g, canonical ? TJ_PRINT_CANONICAL : 0);
         if (!text) return tj_last_status();
@@ -111,7 +123,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         return usage();
     }
     bool canonical = false, code = false, dot = false, grad = false, kernels = false, with_asm = false,
-         plan = false;
+         plan = false, fusion_report = false;
     const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
@@ -123,12 +135,23 @@ int tjit_cmd_dump(int argc, char **argv) {
         else if (!strcmp(argv[i], "--asm")) with_asm = true;
         else if (!strcmp(argv[i], "--grad")) grad = true;
         else if (!strcmp(argv[i], "--plan")) plan = true;
+        else if (!strcmp(argv[i], "--fusion-report")) fusion_report = true;
         else {
             fprintf(stderr, "tjit dump: unknown option '%s'\n", argv[i]);
             return usage();
         }
     }
     if (after && !check_after(passes ? passes : tj_default_pipeline(), after)) return 2;
+    if (fusion_report && grad) {
+        fprintf(stderr, "tjit dump: --fusion-report reports on the forward graph, not with --grad "
+                        "(TJIT_DUMP=fusion-report reports on every graph compiled)\n");
+        return 2;
+    }
+    if (fusion_report && !has_name(passes ? passes : tj_default_pipeline(), "fuse")) {
+        fprintf(stderr, "tjit dump: --fusion-report: the pipeline \"%s\" has no fuse pass\n",
+                passes ? passes : tj_default_pipeline());
+        return 2;
+    }
 #ifndef TJIT_HAVE_LLVM
     if (kernels) {
         fprintf(stderr, "tjit dump: --kernels needs a tjit built with LLVM (TJIT_LLVM=ON)\n");
@@ -163,8 +186,9 @@ int tjit_cmd_dump(int argc, char **argv) {
         free(fwd);
         free(bwd);
         if (!fwd || !bwd) goto done;
-    } else if (after) {
-        if (run_pipeline(g, passes ? passes : tj_default_pipeline(), after, canonical, dot) != TJ_OK)
+    } else if (after || fusion_report) {
+        if (run_pipeline(g, passes ? passes : tj_default_pipeline(), after, canonical, dot,
+                         fusion_report) != TJ_OK)
             goto done;
     } else {
         char *text = dot ? tj_graph_to_dot(g, 0) : tj_graph_to_string(g, canonical ? TJ_PRINT_CANONICAL : 0);

@@ -20,7 +20,8 @@ typedef tj_status (*tj_pass_fn)(tj_graph *g);
  * "dce,cse,constant_fold,peephole,canonicalize,fuse". An unknown name is an
  * error that lists the known ones. When the environment variable TJIT_DUMP
  * names passes ("fuse", "dce,fuse" or "all"), the graph is printed to stderr
- * after each of them. */
+ * after each of them; when it names "fusion-report", tj_fusion_report's text
+ * is printed to stderr after each fuse pass. */
 tj_status tj_run_passes(tj_graph *g, const char *pipeline);
 /* The pipeline tj_compile runs by default. */
 const char *tj_default_pipeline(void);
@@ -36,6 +37,17 @@ tj_status tj_pass_constant_fold(tj_graph *g); /* runs nodes whose inputs are all
 tj_status tj_pass_peephole(tj_graph *g);      /* local rewrites: x*1, x+0, t(t(x)), ... */
 tj_status tj_pass_canonicalize(tj_graph *g);  /* a deterministic order of independent nodes */
 tj_status tj_pass_fuse(tj_graph *g);          /* pointwise chains (with chunk) into prim::FusionGroup */
+
+/* Why fusion stopped where it did, for g as tj_pass_fuse left it: every node
+ * of the pointwise kind (and every chunk) left outside a group, and every
+ * pair of neighbouring groups not merged, one line each with the reason the
+ * fuser's own rules give (not fusible and why, a cycle through a named node,
+ * the operand cap, the group-size cap, ...), then a summary line. Nodes are
+ * named as the canonical printer names them ("%7 aten::add"). The reasons
+ * depend on the block's order, so ask right after the fuse pass (TJIT_DUMP=
+ * fusion-report and `tjit dump MODEL --fusion-report` do). malloc'd text
+ * (free it); NULL with an error. docs/passes.md, "Fusion report". */
+char *tj_fusion_report(const tj_graph *g);
 
 /* ---- autodiff (docs/autodiff.md) ------------------------------------------------ */
 

@@ -250,6 +250,7 @@ void tt_api_passes(void) {
     FAILS_STATUS(tj_pass_peephole(NULL));
     FAILS_STATUS(tj_pass_canonicalize(NULL));
     FAILS_STATUS(tj_pass_fuse(NULL));
+    FAILS_NULL(tj_fusion_report(NULL));
     FAILS_STATUS(tj_autodiff(NULL, wrt, &gr));
     FAILS_STATUS(tj_autodiff(G, NULL, &gr));
     FAILS_STATUS(tj_autodiff(G, wrt, NULL));

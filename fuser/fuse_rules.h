@@ -1,0 +1,53 @@
+/* fuse_rules.h — the fuser's decisions as verdicts with their reason: whether
+ * a node may enter a group, whether a producer may join a consumer, and how
+ * many operands a merge would need. tj_pass_fuse (fuse.c) decides by these
+ * and the fusion report (report.c) explains by the same calls, so the two
+ * cannot disagree. */
+#ifndef TJIT_FUSE_RULES_H
+#define TJIT_FUSE_RULES_H
+
+#include "fuser.h"
+
+enum { TJF_MAX_OPERANDS = 60 }; /* inputs + outputs + chunk pieces, within the runner's limit */
+
+typedef enum tjf_reason {
+    TJF_FUSIBLE,
+    TJF_NOT_AN_OP,          /* a prim:: node */
+    TJF_OP_KIND,            /* the op's kind is not pointwise */
+    TJF_OP_NO_EXPR,         /* pointwise, but no scalar expression in its row */
+    TJF_OP_INPLACE,         /* an in-place form, or writes into an input */
+    TJF_OP_OUTPUTS,         /* more than one output */
+    TJF_NODE_OPERANDS,      /* more than three inputs */
+    TJF_INT_POW,            /* pow on integers checks its exponent's data */
+    TJF_UNKNOWN_TYPE,       /* value: an operand or result of unknown dtype or sizes */
+    TJF_UNEVEN_CHUNK,       /* a chunk or split not into equal pieces of a known tensor */
+    TJF_CHUNKS_PRODUCER,    /* the consumer group chunks a value the producer makes */
+    TJF_NOT_BEFORE,         /* the producer does not come before the consumer */
+    TJF_GROUP_SIZE,         /* count: nodes the merged group would hold */
+    TJF_USED_BEFORE,        /* node: another user of the producer comes before the consumer */
+    TJF_CHUNK_USED_OUTSIDE, /* node: a chunk piece read outside the group */
+    TJF_OUTPUT_SIZES,       /* value: read outside with sizes other than the group's */
+    TJF_READ_TWICE,         /* the group reads the producer's result through two inputs */
+    TJF_OPERAND_CAP,        /* count: operands the merged group would need */
+} tjf_reason;
+
+typedef struct tjf_verdict {
+    tjf_reason reason;
+    const tj_node *node;   /* for TJF_USED_BEFORE, TJF_CHUNK_USED_OUTSIDE */
+    const tj_value *value; /* for TJF_UNKNOWN_TYPE, TJF_OUTPUT_SIZES */
+    int count;             /* for TJF_GROUP_SIZE, TJF_OPERAND_CAP */
+} tjf_verdict;
+
+/* Whether n may enter a group by itself (a fusible op node). */
+tjf_verdict tjf_check_node(const tj_node *n);
+/* Whether n is an aten::chunk or split.Tensor into equal pieces of a known
+ * tensor, which enters a group as prim::ConstantChunk. */
+bool tjf_is_even_chunk(const tj_node *n);
+/* Whether producer p may join consumer c (a fusible node or a group),
+ * before counting operands. */
+tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c);
+/* After tjf_check_merge: the operands the merged group would need, and
+ * TJF_OPERAND_CAP (or TJF_READ_TWICE) when the fuser would refuse it. */
+tjf_verdict tjf_check_operands(const tj_node *p, const tj_node *c);
+
+#endif
