@@ -240,6 +240,19 @@ static void test_dump(void **state) {
     expect(&r, 0, "# backward: gradients of the outputs and the saved values in", NULL);
     expect(&r, 0, "aten::_log_softmax_backward_data", NULL);
     result_free(&r);
+    /* the fusion report after the pipeline's fuse pass: the LSTM cell's
+     * pointwise nodes all in one group */
+    r = run_tjit((const char *[]){"dump", "lstm_cell", "--fusion-report", NULL});
+    expect(&r, 0, "# fusion report\n# left outside any group\n# neighbouring groups not merged\n"
+           "# 1 group formed, 15 nodes fused, 0 fusible-kind nodes left out\n", NULL);
+    assert_string_equal(r.err, "");
+    result_free(&r);
+    r = run_tjit((const char *[]){"dump", "mlp", "--fusion-report", NULL});
+    expect(&r, 0, " aten::relu: no producer or user it could join", NULL);
+    result_free(&r);
+    r = run_tjit((const char *[]){"dump", "mlp", "--fusion-report", "--passes", "dce", NULL});
+    expect(&r, 2, NULL, "--fusion-report: the pipeline \"dce\" has no fuse pass");
+    result_free(&r);
 }
 
 /* ---- tjit profile, tjit --version ---------------------------------------------------------- */
