@@ -199,25 +199,19 @@ static void test_group_size_cap(void **state) {
 
 /* ---- the example models, TJIT_DUMP ---------------------------------------------------------- */
 
-static tj_graph *trace_model(const tjx_model *m, tj_generator *gen, void **params) {
-    tj_tensor *inputs[8] = {0};
-    *params = m->create(gen);
-    assert_non_null(*params);
-    assert_int_equal(m->make_inputs(*params, gen, inputs), TJ_OK);
-    tj_graph *g = tj_trace(m->forward, *params, inputs, m->n_in, m->n_out, NULL);
-    for (int i = 0; i < m->n_in; i++) tj_release(inputs[i]);
-    assert_non_null(g);
-    return g;
-}
-
+/* outside a tensor scope: the models own their tensors and release them */
 static void test_models(void **state) {
     (void)state;
-    tj_generator *gen = tj_generator_new(5);
     for (int k = 0; k < tjx_num_models(); k++) {
         const tjx_model *m = tjx_model_at(k);
         tt_context("model %s", m->name);
-        void *params;
-        tj_graph *g = trace_model(m, gen, &params);
+        tj_generator *gen = tj_generator_new(5);
+        void *params = m->create(gen);
+        assert_non_null(params);
+        tj_tensor *inputs[8] = {0};
+        assert_int_equal(m->make_inputs(params, gen, inputs), TJ_OK);
+        tj_graph *g = tj_trace(m->forward, params, inputs, m->n_in, m->n_out, NULL);
+        assert_non_null(g);
         assert_int_equal(tj_run_passes(g, "dce,constant_fold,peephole,cse,dce,canonicalize,fuse"), TJ_OK);
         char *r = tj_fusion_report(g);
         assert_non_null(r);
@@ -228,9 +222,10 @@ static void test_models(void **state) {
             expect_line(r, "# 1 group formed, 15 nodes fused, 0 fusible-kind nodes left out\n");
         free(r);
         tj_graph_free(g);
+        for (int i = 0; i < m->n_in; i++) tj_release(inputs[i]);
         m->destroy(params);
+        tj_generator_free(gen);
     }
-    tj_generator_free(gen);
 }
 
 static void test_dump_env(void **state) {
@@ -273,7 +268,7 @@ int main(void) {
         T(test_integer_pow),     T(test_inplace),          T(test_unknown_sizes),
         T(test_uneven_chunk),    T(test_dead_node),        T(test_cycle),
         T(test_used_before_without_cycle), T(test_output_sizes), T(test_chunk_piece_used_outside),
-        T(test_operand_cap),     T(test_group_size_cap),   T(test_models),
+        T(test_operand_cap),     T(test_group_size_cap),   cmocka_unit_test(test_models),
         T(test_dump_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
