@@ -211,6 +211,39 @@ static bool merge_verdict(const tj_node *p, const tj_node *c, tjf_verdict *v) {
     return v->reason != TJF_FUSIBLE;
 }
 
+/* " (none is fusible: %3 aten::mm, ...)": the nodes n reads from and the
+ * nodes that read n, graph inputs and the return left out. */
+static void put_neighbours(report *r, const tj_node *n) {
+    enum { SHOWN = 4 };
+    const tj_node *seen[SHOWN + 1];
+    int k = 0;
+    for (int i = 0; i < tj_node_num_inputs(n) && k <= SHOWN; i++) {
+        const tj_node *p = tj_value_node(tj_node_input(n, i));
+        bool dup = tj_node_kind_of(p) == TJ_NODE_PARAM;
+        for (int j = 0; j < k && !dup; j++) dup = seen[j] == p;
+        if (!dup) seen[k++] = p;
+    }
+    for (int o = 0; o < tj_node_num_outputs(n) && k <= SHOWN; o++) {
+        const tj_value *v = tj_node_output(n, o);
+        for (int u = 0; u < tj_value_num_uses(v) && k <= SHOWN; u++) {
+            const tj_node *c = tj_value_use(v, u).user;
+            bool dup = tj_node_kind_of(c) == TJ_NODE_RETURN;
+            for (int j = 0; j < k && !dup; j++) dup = seen[j] == c;
+            if (!dup) seen[k++] = c;
+        }
+    }
+    if (!k) {
+        put(r, " (it reads only graph inputs, and only the graph returns it)");
+        return;
+    }
+    put(r, " (none is fusible: ");
+    for (int j = 0; j < k && j < SHOWN; j++) {
+        if (j) put(r, ", ");
+        put_node(r, seen[j]);
+    }
+    put(r, "%s)", k > SHOWN ? ", ..." : "");
+}
+
 /* One line per pair that n (takeable, outside any group) could not join. */
 static int explain_outside(report *r, const tj_node *n) {
     int lines = 0;
@@ -256,7 +289,9 @@ static int explain_outside(report *r, const tj_node *n) {
     if (!lines) {
         put(r, "  ");
         put_node(r, n);
-        put(r, ": no producer or user it could join (none is fusible)\n");
+        put(r, ": no producer or user it could join");
+        put_neighbours(r, n);
+        put(r, "\n");
         lines = 1;
     }
     return lines;
