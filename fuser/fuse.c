@@ -13,6 +13,9 @@
  *    changes. Chunks enter as prim::ConstantChunk and only when all their
  *    pieces are used inside the group; group outputs all have the group's
  *    iteration sizes.
+ * The rules (which node may enter, which pair may merge, how many operands a
+ * merge needs) return their reason (fuse_rules.h), so that the fusion report
+ * (report.c) explains with the very checks that decide here.
  */
 #include <stdlib.h>
 #include <string.h>
