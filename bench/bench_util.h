@@ -15,8 +15,8 @@
 
 #include "examples/models/models.h"
 
-/* The widest vector ISA of this CPU ("AVX-512", "AVX2", "baseline"): figures
- * hold for the ISA they were measured on. */
+/* The widest vector ISA of this CPU ("AVX-512", "AVX2", "baseline"); the CPU
+ * kernels' path may be a lower one (TJIT_ISA), which bench_print_isa prints. */
 static inline const char *bench_isa(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) return "AVX-512";
@@ -66,13 +66,17 @@ static inline double bench_copy_time(int64_t n, int reps, int threads, double *b
     return m;
 }
 
-/* Prints the "CPU features in use" line of tj_build_info (AVX2, AVX-512, ...),
- * so that a table names the instruction set its figures were measured with. */
+/* Prints the CPU's widest ISA and tj_build_info's "ISA:", "CPU kernels:" and
+ * "compiled for:" lines (the path chosen at run time), so that a table names
+ * the instruction set its figures were measured with. */
 static inline void bench_print_isa(void) {
-    printf("ISA: %s\n", bench_isa());
-    const char *info = tj_build_info(), *line = strstr(info, "CPU features in use:");
-    if (!line) return;
-    printf("%.*s\n", (int)strcspn(line, "\n"), line);
+    printf("CPU: %s\n", bench_isa());
+    const char *info = tj_build_info();
+    static const char *const keys[] = {"\nISA:", "\nCPU kernels:", "\ncompiled for:"};
+    for (int k = 0; k < 3; k++) {
+        const char *line = strstr(info, keys[k]);
+        if (line) printf("%.*s\n", (int)strcspn(line + 1, "\n"), line + 1);
+    }
 }
 
 /* y = tanh(x*a + b) * sigmoid(x) + 1, the pointwise chain */

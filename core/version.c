@@ -1,11 +1,13 @@
 /* version.c — tj_version and tj_build_info: the library's version and what
- * this build holds (backends, BLAS, LLVM, the CPU features its code uses).
+ * this build holds (backends, BLAS, LLVM, the CPU features its code uses and
+ * the instruction set its CPU kernels were chosen for at run time).
  * An optional backend adds its line under its own #ifdef, as LLVM's below. */
 #include <cblas.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/isa.h"
 #include "core.h"
 #include "tjit/version.h"
 #ifdef TJIT_HAVE_LLVM
@@ -20,8 +22,10 @@
 
 const char *tj_version(void) { return TJIT_VERSION_STRING; }
 
-/* The instruction set extensions the compiler was allowed to use for the C
- * kernels: with TJIT_NATIVE, those of the build machine. */
+/* The instruction set extensions the compiler was allowed to use for all of
+ * the C code: with TJIT_NATIVE, those of the build machine; otherwise the
+ * architecture's baseline, the hot kernels' wider builds being chosen at run
+ * time (backends/cpu/isa.h). */
 static const char *const isa_extensions[] = {
 #ifdef __SSE4_2__
     "sse4.2",
@@ -104,11 +108,19 @@ static void describe(void) {
 #else
     add(t, "LLVM: not built in\n");
 #endif
-    add(t, "CPU features in use:");
+    static const char *const isa_titles[] = {"baseline", "AVX2", "AVX-512"};
+    tjcpu_isa_level isa = tjcpu_isa();
+#ifdef TJIT_ISA_VARIANTS
+    add(t, "ISA: %s (run-time dispatch; TJIT_ISA forces a lower one)\n", isa_titles[isa]);
+#else
+    add(t, "ISA: %s (no run-time dispatch on this architecture)\n", isa_titles[isa]);
+#endif
+    add(t, "CPU kernels: %s path\n", tjcpu_isa_name(isa));
+    add(t, "compiled for:");
     for (int i = 0; isa_extensions[i]; i++) add(t, " %s", isa_extensions[i]);
     if (!isa_extensions[0]) add(t, " the architecture's baseline");
 #ifdef TJIT_BUILD_NATIVE
-    add(t, " (compiled for the build machine's CPU)\n");
+    add(t, " (the build machine's CPU: TJIT_NATIVE)\n");
 #else
     add(t, " (portable build)\n");
 #endif

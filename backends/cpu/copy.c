@@ -1,8 +1,10 @@
 /* copy.c — copies with broadcasting and dtype conversion: copy_, clone,
- * to_dtype, and the conversions other kernels need. */
+ * to_dtype, and the conversions other kernels need. The conversion loops and
+ * their table are built once per instruction set (isa.h); the rest once. */
 #include <string.h>
 
 #include "cpu.h"
+#include "isa.h"
 
 static inline float to_f32(double v) { return (float)v; }
 static inline double to_f64(double v) { return v; }
@@ -45,10 +47,16 @@ CONV_FROM(b8, bool)
 
 #define CONV_ROW(dn) {[TJ_F32] = conv_##dn##_f32, [TJ_F64] = conv_##dn##_f64, \
                       [TJ_I64] = conv_##dn##_i64, [TJ_BOOL] = conv_##dn##_b8}
-static const tjcpu_loop_fn conv[TJ_NUM_DTYPES][TJ_NUM_DTYPES] = {
+const tjcpu_loop_fn TJCPU_ISA_NAME(tjcpu_conv_loops)[TJ_NUM_DTYPES][TJ_NUM_DTYPES] = {
     [TJ_F32] = CONV_ROW(f32), [TJ_F64] = CONV_ROW(f64),
     [TJ_I64] = CONV_ROW(i64), [TJ_BOOL] = CONV_ROW(b8),
 };
+
+#ifndef TJCPU_ISA_SUFFIX /* the rest is built once */
+#ifdef TJIT_ISA_VARIANTS
+extern const tjcpu_loop_fn tjcpu_conv_loops_avx2[TJ_NUM_DTYPES][TJ_NUM_DTYPES];
+extern const tjcpu_loop_fn tjcpu_conv_loops_avx512[TJ_NUM_DTYPES][TJ_NUM_DTYPES];
+#endif
 
 tj_status tjcpu_copy(tj_tensor *dst, tj_tensor *src) {
     if (dst == src) return TJ_OK;
@@ -57,11 +65,11 @@ tj_status tjcpu_copy(tj_tensor *dst, tj_tensor *src) {
         tmp = tjc_alloc(src->sizes, src->ndim, src->dtype);
         if (!tmp) return tj_last_status();
         tj_tensor *ops[2] = {tmp, src};
-        tjcpu_iter(ops, 2, conv[src->dtype][src->dtype], NULL);
+        tjcpu_iter(ops, 2, TJCPU_ISA_PICK(tjcpu_conv_loops)[src->dtype][src->dtype], NULL);
         src = tmp;
     }
     tj_tensor *ops[2] = {dst, src};
-    tjcpu_iter(ops, 2, conv[dst->dtype][src->dtype], NULL);
+    tjcpu_iter(ops, 2, TJCPU_ISA_PICK(tjcpu_conv_loops)[dst->dtype][src->dtype], NULL);
     tj_release(tmp);
     return TJ_OK;
 }
@@ -79,10 +87,13 @@ tj_status tjcpu_copy_kernel(const tjc_call *c) {
     return tjcpu_copy(c->out[0], c->n_in > 1 ? c->in[1] : c->in[0]);
 }
 
-tjcpu_loop_fn tjcpu_convert_loop(tj_dtype to, tj_dtype from) { return conv[to][from]; }
+tjcpu_loop_fn tjcpu_convert_loop(tj_dtype to, tj_dtype from) {
+    return TJCPU_ISA_PICK(tjcpu_conv_loops)[to][from];
+}
 
 tj_status tjcpu_zeros_kernel(const tjc_call *c) {
     tj_tensor *out = c->out[0]; /* fresh and contiguous */
     memset(tjc_data_ptr(out), 0, (size_t)tjc_numel(out->sizes, out->ndim) * tj_dtype_size(out->dtype));
     return TJ_OK;
 }
+#endif

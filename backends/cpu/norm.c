@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "core/alloc.h"
+#include "isa.h"
 #include "nn.h"
 
 #define T float
@@ -115,12 +116,12 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
     return TJ_OK;
 }
 
-tj_status tjcpu_native_batch_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_batch_norm)(const tjc_call *c) {
     bn_args a = bn_args_of(c);
     return bn_forward(c->op->name, &a, c->out[0], c->out[1], c->out[2]);
 }
 
-tj_status tjcpu_batch_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_batch_norm)(const tjc_call *c) {
     bn_args a = bn_args_of(c);
     return bn_forward(c->op->name, &a, c->out[0], NULL, NULL);
 }
@@ -130,7 +131,7 @@ tj_status tjcpu_batch_norm(const tjc_call *c) {
  * channel, k = w invstd:
  *   train: gx = k (g - sum(g)/M - xh sum(g xh)/M)      eval: gx = k g
  *   grad_weight = sum(g xh), grad_bias = sum(g). */
-tj_status tjcpu_native_batch_norm_backward(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_batch_norm_backward)(const tjc_call *c) {
     bool train = c->attr[0].b;
     double eps = c->attr[1].f;
     tj_tensor *g = tjnn_contig(c->in[0]), *x = tjnn_contig(c->in[1]);
@@ -217,14 +218,14 @@ static tj_status ln_forward(const tjc_call *c, tj_tensor *out, tj_tensor *mean_o
     return st;
 }
 
-tj_status tjcpu_native_layer_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_layer_norm)(const tjc_call *c) {
     return ln_forward(c, c->out[0], c->out[1], c->out[2]);
 }
 
-tj_status tjcpu_layer_norm(const tjc_call *c) { return ln_forward(c, c->out[0], NULL, NULL); }
+tj_status TJCPU_ISA_NAME(tjcpu_layer_norm)(const tjc_call *c) { return ln_forward(c, c->out[0], NULL, NULL); }
 
 /* in: grad_out, input, mean, rstd, weight, bias; attrs: normalized_shape */
-tj_status tjcpu_native_layer_norm_backward(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_layer_norm_backward)(const tjc_call *c) {
     int64_t M, L;
     ln_sizes(c, c->in[1], &M, &L);
     tj_tensor *g = tjnn_contig(c->in[0]), *x = tjnn_contig(c->in[1]);
@@ -276,12 +277,12 @@ static tj_status gn_forward(const tjc_call *c, int64_t G, double eps, tj_tensor 
 }
 
 /* in: input, weight, bias; attrs: N, C, HxW, group, eps */
-tj_status tjcpu_native_group_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_group_norm)(const tjc_call *c) {
     return gn_forward(c, c->attr[3].i, c->attr[4].f, c->out[0], c->out[1], c->out[2]);
 }
 
 /* in: input, weight, bias; attrs: num_groups, eps */
-tj_status tjcpu_group_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_group_norm)(const tjc_call *c) {
     return gn_forward(c, c->attr[0].i, c->attr[1].f, c->out[0], NULL, NULL);
 }
 
@@ -290,7 +291,7 @@ tj_status tjcpu_group_norm(const tjc_call *c) {
  * ds = sum(g (x - mean)):
  *   gx = r w g - r^3 s sum_c(w ds) (x - mean) - r s sum_c(w db)
  *   grad_weight = sum_n ds r, grad_bias = sum_n db. */
-tj_status tjcpu_native_group_norm_backward(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_native_group_norm_backward)(const tjc_call *c) {
     int64_t N = c->attr[0].i, C = c->attr[1].i, S = c->attr[2].i, G = c->attr[3].i;
     int64_t D = C / G, NC = N * C;
     tj_tensor *g = tjnn_contig(c->in[0]), *x = tjnn_contig(c->in[1]);

@@ -1,8 +1,10 @@
 /* pointwise.c — CPU kernels of the pointwise rows of ops.def. For every row
  * and every compute dtype its rule allows, a typed loop is generated from the
- * row's expression; the loops run on tjcpu_iter. */
+ * row's expression; the loops run on tjcpu_iter. The loops and their table
+ * are built once per instruction set (isa.h); the rest once. */
 #include "core/pw_math.h"
 #include "cpu.h"
+#include "isa.h"
 
 static inline float cvt_f32(double v) { return (float)v; }
 static inline double cvt_f64(double v) { return v; }
@@ -132,13 +134,19 @@ static inline bool cvt_b8(double v) { return v != 0; }
 #define TABLE_TJC_PW_LOGICAL(id) [TJ_OP_##id] = {[TJ_BOOL] = pw_##id##_b8},
 #define TABLE_TJC_PW_SELECT TABLE_TJC_PW_COMPARE
 
-static const tjcpu_loop_fn pw_loops[TJ_OP__COUNT][TJ_NUM_DTYPES] = {
+const tjcpu_loop_fn TJCPU_ISA_NAME(tjcpu_pw_loops)[TJ_OP__COUNT][TJ_NUM_DTYPES] = {
 #define TJ_OP(id, name, schema, kind, infer, cpu)
 #define TJ_POINTWISE(id, name, schema, rule, arity, expr) TABLE_##rule(id)
 #define TJ_POINTWISE_SCALAR(id, name, schema, base)
 #define TJ_INPLACE(id, name, base)
 #include "core/ops.def"
 };
+
+#ifndef TJCPU_ISA_SUFFIX /* the rest is built once */
+#ifdef TJIT_ISA_VARIANTS
+extern const tjcpu_loop_fn tjcpu_pw_loops_avx2[TJ_OP__COUNT][TJ_NUM_DTYPES];
+extern const tjcpu_loop_fn tjcpu_pw_loops_avx512[TJ_OP__COUNT][TJ_NUM_DTYPES];
+#endif
 
 /* The expression's parameters p0, p1 from the op's non-tensor arguments (a
  * .Scalar form's first one is its operand, not a parameter). */
@@ -163,7 +171,8 @@ void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]) 
 tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, tj_dtype compute) {
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     int loop_op = form->scalar_base >= 0 ? form->scalar_base : form->id;
-    return (unsigned)compute < TJ_NUM_DTYPES ? pw_loops[loop_op][compute] : NULL;
+    return (unsigned)compute < TJ_NUM_DTYPES ? TJCPU_ISA_PICK(tjcpu_pw_loops)[loop_op][compute]
+                                             : NULL;
 }
 
 static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
@@ -264,3 +273,4 @@ fail:
     for (int i = 0; i < 4; i++) tj_release(owned[i]);
     return tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
 }
+#endif

@@ -6,11 +6,13 @@
  * sums are pairwise within a run (on top of the driver's pairwise combining of
  * blocks); var/std take two passes over each run and join runs and blocks
  * with Chan's formula; logsumexp keeps a running max and a sum of exp(x - max)
- * rescaled when the max grows; the norms are in reduce_norm.c.
+ * rescaled when the max grows; the norms are in reduce_norm.c. Built once per
+ * instruction set (isa.h).
  */
 #include <math.h>
 #include <string.h>
 
+#include "isa.h"
 #include "reduce.h"
 
 /* ---- sum, mean, prod ---------------------------------------------------------------
@@ -334,7 +336,7 @@ static tj_status reduce_with(const tjc_call *c, const tjcpu_reducer *table, bool
 }
 
 #define KERNEL(name, table, logical)                                                        \
-    tj_status tjcpu_##name(const tjc_call *c) {                                             \
+    tj_status TJCPU_ISA_NAME(tjcpu_##name)(const tjc_call *c) {                                             \
         tjcpu_rparams prm = {0};                                                            \
         return reduce_with(c, table, logical, &prm);                                        \
     }
@@ -349,17 +351,17 @@ KERNEL(max_dim, max_dim_r, true)
 KERNEL(min_dim, min_dim_r, true)
 KERNEL(logsumexp, lse_r, false)
 
-tj_status tjcpu_var(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_var)(const tjc_call *c) {
     tjcpu_rparams prm = {.correction = tjc_reduce_attr(c, "correction")->i};
     return reduce_with(c, var_r, false, &prm);
 }
 
-tj_status tjcpu_std(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_std)(const tjc_call *c) {
     tjcpu_rparams prm = {.correction = tjc_reduce_attr(c, "correction")->i};
     return reduce_with(c, std_r, false, &prm);
 }
 
-tj_status tjcpu_linalg_vector_norm(const tjc_call *c) {
+tj_status TJCPU_ISA_NAME(tjcpu_linalg_vector_norm)(const tjc_call *c) {
     tjcpu_rparams prm = {.ord = tjc_reduce_attr(c, "ord")->f};
     return reduce_with(c, tjcpu_norm_reducers(prm.ord), false, &prm);
 }

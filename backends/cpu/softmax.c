@@ -1,10 +1,12 @@
 /* softmax.c — CPU kernels of softmax, log_softmax, _softmax_backward_data
  * and _log_softmax_backward_data (rows of core/ops_nn.def). Numerically
  * stable: the row maximum is subtracted before exponentiating. The loops are
- * in softmax_t.inc; f32 uses a vectorisable exp (below), f64 libm's. */
+ * in softmax_t.inc; f32 uses a vectorisable exp (below), f64 libm's. Built once
+ * per instruction set (isa.h). */
 #include <math.h>
 #include <string.h>
 
+#include "isa.h"
 #include "nn.h"
 
 /* exp(x) in f32 for x <= 88 (softmax only exponentiates x - max <= 0, and
@@ -83,8 +85,8 @@ static tj_status softmax_forward(const tjc_call *c, bool log_form) {
     return TJ_OK;
 }
 
-tj_status tjcpu_softmax(const tjc_call *c) { return softmax_forward(c, false); }
-tj_status tjcpu_log_softmax(const tjc_call *c) { return softmax_forward(c, true); }
+tj_status TJCPU_ISA_NAME(tjcpu_softmax)(const tjc_call *c) { return softmax_forward(c, false); }
+tj_status TJCPU_ISA_NAME(tjcpu_log_softmax)(const tjc_call *c) { return softmax_forward(c, true); }
 
 /* in: grad_output, output; attrs: dim, input_dtype. Computed in output's
  * dtype and converted when input_dtype differs. */
@@ -115,5 +117,5 @@ static tj_status softmax_backward(const tjc_call *c, bool log_form) {
     return st;
 }
 
-tj_status tjcpu_softmax_backward_data(const tjc_call *c) { return softmax_backward(c, false); }
-tj_status tjcpu_log_softmax_backward_data(const tjc_call *c) { return softmax_backward(c, true); }
+tj_status TJCPU_ISA_NAME(tjcpu_softmax_backward_data)(const tjc_call *c) { return softmax_backward(c, false); }
+tj_status TJCPU_ISA_NAME(tjcpu_log_softmax_backward_data)(const tjc_call *c) { return softmax_backward(c, true); }
