@@ -152,15 +152,10 @@ static tj_status submit(tjd_backend *b, tj_dist_group *group, tj_dist_work *w, t
 
 /* ---- the collectives ----------------------------------------------------------------- */
 
-tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group, tj_dist_work **work) {
-    static const char coll[] = "tj_dist_all_reduce";
-    tjd_backend *b;
-    if (work) *work = NULL;
-    RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
-    RETURN_IF_ERROR(check_tensor(coll, "t", t, b, true));
-    RETURN_IF_ERROR(check_op(coll, op, t->dtype));
-    RETURN_IF_ERROR(check_count(coll, "t", tj_numel(t), b));
-    tj_dist_work *w = new_work(coll, TJD_ALL_REDUCE);
+/* A collective that works on t itself (all_reduce, broadcast): its buffer
+ * (t's own, or a contiguous copy) and t held until the item is freed. */
+static tj_status in_place_work(const char *coll, tjd_coll_kind kind, tj_tensor *t, tj_dist_work **out) {
+    tj_dist_work *w = new_work(coll, kind);
     if (!w) return TJ_ERR_MEMORY;
     tj_status st = buffer_of(coll, w, t, true, &w->args.recv);
     if (st != TJ_OK) {
@@ -169,10 +164,24 @@ tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group
     }
     w->args.dtype = t->dtype;
     w->args.count = tj_numel(t);
+    w->held[0] = tj_retain(t);
+    *out = w;
+    return TJ_OK;
+}
+
+tj_status tj_dist_all_reduce(tj_tensor *t, tj_reduce_op op, tj_dist_group *group, tj_dist_work **work) {
+    static const char coll[] = "tj_dist_all_reduce";
+    tjd_backend *b;
+    if (work) *work = NULL;
+    RETURN_IF_ERROR(tjd_group_resolve(group, coll, &b));
+    RETURN_IF_ERROR(check_tensor(coll, "t", t, b, true));
+    RETURN_IF_ERROR(check_op(coll, op, t->dtype));
+    RETURN_IF_ERROR(check_count(coll, "t", tj_numel(t), b));
+    tj_dist_work *w;
+    RETURN_IF_ERROR(in_place_work(coll, TJD_ALL_REDUCE, t, &w));
     bool divide = op == TJ_REDUCE_AVG && !b->native_avg;
     w->args.op = divide ? TJ_REDUCE_SUM : op;
     w->avg_divisor = divide && b->world_size > 1 ? (double)b->world_size : 0; /* by 1: nothing to do */
-    w->held[0] = tj_retain(t);
     return submit(b, group, w, work);
 }
 
@@ -186,17 +195,9 @@ tj_status tj_dist_broadcast(tj_tensor *t, int root, tj_dist_group *group, tj_dis
         return tjc_error(TJ_ERR_ARG, "%s: root %d is not a rank of the group (0 to %d)", coll, root,
                          b->world_size - 1);
     RETURN_IF_ERROR(check_count(coll, "t", tj_numel(t), b));
-    tj_dist_work *w = new_work(coll, TJD_BROADCAST);
-    if (!w) return TJ_ERR_MEMORY;
-    tj_status st = buffer_of(coll, w, t, true, &w->args.recv);
-    if (st != TJ_OK) {
-        tjd_work_free(w);
-        return st;
-    }
-    w->args.dtype = t->dtype;
-    w->args.count = tj_numel(t);
+    tj_dist_work *w;
+    RETURN_IF_ERROR(in_place_work(coll, TJD_BROADCAST, t, &w));
     w->args.root = root;
-    w->held[0] = tj_retain(t);
     return submit(b, group, w, work);
 }
 
