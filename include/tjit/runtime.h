@@ -74,6 +74,10 @@ typedef struct tj_compile_options {
      * plan (docs/architecture.md). For comparison and debugging: off by
      * default. */
     bool dynamic_replay;
+    /* A program on CUDA inputs of fixed sizes is captured as one CUDA graph
+     * at its first replay and then replayed with a single graph launch
+     * (docs/cuda.md, "Replay as a CUDA graph"). Off by default. */
+    bool cuda_graph;
 } tj_compile_options;
 
 typedef struct tj_program tj_program;
