@@ -5,6 +5,9 @@
 #ifdef TJIT_HAVE_LLVM
 #include "backends/llvm/tjl.h"
 #endif
+#ifdef TJIT_HAVE_CUDA
+#include "backends/cuda/fusion.h"
+#endif
 
 const tjf_backend *tjf_find_backend(const char *name) {
     const tjf_backend *all[] = {
@@ -15,5 +18,13 @@ const tjf_backend *tjf_find_backend(const char *name) {
     };
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(all[i]->name, name)) return all[i];
+    return NULL;
+}
+
+const tjf_backend *tjf_device_backend(tj_device_type d) {
+#ifdef TJIT_HAVE_CUDA
+    if (d == TJ_CUDA) return tjcu_fuse_backend();
+#endif
+    (void)d;
     return NULL;
 }

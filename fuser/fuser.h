@@ -60,6 +60,11 @@ const tjf_backend *tjf_portable_backend(void);
 /* The backend named "portable" (or others when built in); NULL if unknown. */
 const tjf_backend *tjf_find_backend(const char *name);
 
+/* The backend that compiles groups whose inputs live on a device of type d
+ * other than the CPU ("cuda" when built with the CUDA backend); NULL when
+ * none does: such groups run op by op through the device's kernels. */
+const tjf_backend *tjf_device_backend(tj_device_type d);
+
 /* The spec of actual inputs. */
 void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec);
 
@@ -83,6 +88,9 @@ tj_dtype tjf_group_output_dtype(const tjf_group *g, int i);
  * outputs the caller made (contiguous, of the prepared sizes and dtypes). */
 tj_status tjf_group_launch(const tjf_group *g, const tjf_kernel *k, tj_tensor *const *inputs,
                            tj_tensor *const *outputs);
+/* Why the group last ran op by op although its device has a backend (the
+ * backend refused the group or its compiler failed); NULL when it never did. */
+const char *tjf_group_fallback_reason(const tjf_group *g);
 /* How many kernels the group has compiled (for tests). */
 int tjf_group_num_kernels(const tjf_group *g);
 /* The name of the backend that compiles the group's kernels (for profiles). */

@@ -1,6 +1,7 @@
 /* group.c — running a fusion group: its shape rule at run time (broadcasting
  * and chunks through the subgraph), output allocation, and the cache of
  * kernels by input spec. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,8 @@ typedef struct gnode {
 
 typedef struct cached {
     tjf_spec spec;
-    tjf_kernel *kernel;
+    const tjf_backend *backend; /* the device's: it compiled and releases the kernel */
+    tjf_kernel *kernel;         /* NULL: the backend could not compile it (why: fallback) */
 } cached;
 
 struct tjf_group {
@@ -31,12 +33,14 @@ struct tjf_group {
     pthread_mutex_t lock;
     cached *cache;
     int n_cache, cap_cache;
+    char *fallback; /* why the group last ran op by op on a device with a backend */
+    int node_id;
 };
 
 void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
     memset(spec, 0, sizeof *spec);
     spec->n_inputs = n;
-    spec->device = TJ_CPU;
+    spec->device = n ? inputs[0]->storage->device.type : TJ_CPU;
     for (int i = 0; i < n && i < TJF_MAX_ARGS; i++) {
         const tj_tensor *t = inputs[i];
         tjf_input_spec *s = &spec->inputs[i];
@@ -49,8 +53,10 @@ void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
 
 void tjf_group_free(tjf_group *g) {
     if (!g) return;
-    for (int i = 0; i < g->n_cache; i++) g->backend->release(g->cache[i].kernel);
+    for (int i = 0; i < g->n_cache; i++)
+        if (g->cache[i].kernel) g->cache[i].backend->release(g->cache[i].kernel);
     tjc_free(g->cache);
+    tjc_free(g->fallback);
     for (int i = 0; g->nodes && i < g->n_nodes; i++) {
         tjc_free(g->nodes[i].in);
         tjc_free(g->nodes[i].out);
@@ -69,6 +75,7 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     pthread_mutex_init(&g->lock, NULL);
     g->sub = sub;
     g->backend = backend;
+    g->node_id = tj_node_id(node);
     tj_block *b = tj_graph_block(sub);
     g->n_inputs = tj_block_num_inputs(b);
     g->n_outputs = tj_block_num_outputs(b);
@@ -179,18 +186,59 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
     return TJ_OK;
 }
 
-static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
+/* The backend that compiles for inputs on device type d: the program's
+ * on the CPU, the device's own elsewhere (NULL: none, the group runs op by
+ * op). TJIT_CUDA_FUSION=0 turns the CUDA one off. */
+static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
+    if (d == TJ_CPU) return g->backend;
+    const char *off = getenv("TJIT_CUDA_FUSION");
+    if (d == TJ_CUDA && !(off && !strcmp(off, "0"))) return tjf_device_backend(d);
+    return NULL;
+}
+
+/* Records why the group runs op by op; said once per reason on stderr when
+ * TJIT_DUMP names the fusion report or the kernels. */
+static void note_fallback(tjf_group *g, const char *why) {
+    pthread_mutex_lock(&g->lock);
+    bool same = g->fallback && !strcmp(g->fallback, why);
+    if (!same) {
+        tjc_free(g->fallback);
+        g->fallback = tjc_strdup(why);
+    }
+    pthread_mutex_unlock(&g->lock);
+    const char *dump = getenv("TJIT_DUMP");
+    if (!same && dump && (strstr(dump, "fusion-report") || strstr(dump, "kernels")))
+        fprintf(stderr, "# fusion group %%%d runs op by op: %s\n", g->node_id, why);
+}
+
+/* The kernel for inputs like these (compiled now when new); NULL with
+ * TJ_ERR_UNSUPPORTED, and the reason noted, when the backend cannot compile
+ * it: the caller then runs the group op by op. */
+static tjf_kernel *kernel_for(tjf_group *g, const tjf_backend *backend, tj_tensor *const *inputs) {
     tjf_spec *spec = tjc_malloc(sizeof *spec);
     if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     tjf_spec_of(inputs, g->n_inputs, spec);
     tjf_kernel *k = NULL;
+    bool known = false;
+    char why[1024] = "";
     pthread_mutex_lock(&g->lock);
     size_t used = offsetof(tjf_spec, inputs) + sizeof(tjf_input_spec) * (size_t)spec->n_inputs;
-    for (int i = 0; i < g->n_cache && !k; i++)
-        if (memcmp(&g->cache[i].spec, spec, used) == 0) k = g->cache[i].kernel;
-    if (!k) {
-        k = g->backend->compile(g->sub, spec);
-        if (k && g->n_cache == g->cap_cache) {
+    for (int i = 0; i < g->n_cache && !known; i++)
+        if (g->cache[i].backend == backend && memcmp(&g->cache[i].spec, spec, used) == 0) {
+            k = g->cache[i].kernel;
+            known = true;
+        }
+    if (known && !k) snprintf(why, sizeof why, "%s", g->fallback ? g->fallback : "it did not compile");
+    tj_status st = TJ_OK;
+    if (!known) {
+        k = backend->compile(g->sub, spec);
+        if (!k) {
+            st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+            snprintf(why, sizeof why, "the %s backend cannot compile it: %s", backend->name, tj_last_error());
+        }
+        /* a refusal is kept (no second try per spec); a failure of memory is not */
+        bool keep = k || st == TJ_ERR_UNSUPPORTED;
+        if (keep && g->n_cache == g->cap_cache) {
             int cap = g->cap_cache ? 2 * g->cap_cache : 4;
             cached *grown = tjc_realloc(g->cache, sizeof *grown * (size_t)cap);
             if (grown) {
@@ -198,19 +246,26 @@ static tjf_kernel *kernel_for(tjf_group *g, tj_tensor *const *inputs) {
                 g->cap_cache = cap;
             }
         }
-        if (k && g->n_cache < g->cap_cache) {
+        if (keep && g->n_cache < g->cap_cache) {
             g->cache[g->n_cache].spec = *spec;
+            g->cache[g->n_cache].backend = backend;
             g->cache[g->n_cache++].kernel = k;
         } else if (k) {
-            g->backend->release(k);
+            backend->release(k);
             k = NULL;
-            tjc_error(TJ_ERR_MEMORY, "out of memory");
+            st = tjc_error(TJ_ERR_MEMORY, "out of memory");
         }
     }
     pthread_mutex_unlock(&g->lock);
     tjc_free(spec);
+    if (!k && why[0] && (known || st == TJ_ERR_UNSUPPORTED)) {
+        note_fallback(g, why);
+        tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s", g->node_id, why);
+    }
     return k;
 }
+
+const char *tjf_group_fallback_reason(const tjf_group *g) { return g->fallback; }
 
 /* A group whose inputs live on a device no fusion backend compiles for runs
  * its subgraph op by op through the dispatcher: the device's own kernels. */
@@ -261,10 +316,11 @@ static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_t
 
 tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
                             const tjf_kernel **kernel) {
-    for (int i = 0; i < g->n_inputs; i++)
-        if (inputs[i]->storage->device.type != TJ_CPU)
-            return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
-                             "fusion backend run op by op, which is not planned");
+    tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
+    const tjf_backend *backend = backend_for(g, dev);
+    if (!backend)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
+                         "fusion backend run op by op, which is not planned");
     enum { SMALL = 64 };
     shape small[SMALL];
     shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
@@ -279,7 +335,8 @@ tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, i
     if (st == TJ_OK) {
         *ndim = it->ndim;
         memcpy(sizes, it->sizes, sizeof(int64_t) * (size_t)it->ndim);
-        if (!(*kernel = kernel_for(g, inputs))) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+        if (!(*kernel = kernel_for(g, backend, inputs)))
+            st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
     }
     if (sh != small) tjc_free(sh);
     return st;
@@ -288,14 +345,41 @@ tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, i
 int tjf_group_num_outputs(const tjf_group *g) { return g->n_outputs; }
 tj_dtype tjf_group_output_dtype(const tjf_group *g, int i) { return g->output_dtype[i]; }
 
+/* A kernel that failed at its first launch (a lazily compiling backend's
+ * compile error): the group's ops run one by one into the outputs. */
+static tj_status launch_or_fall_back(tjf_group *g, const tjf_backend *backend, const tjf_kernel *k,
+                                     tj_tensor *const *inputs, tj_tensor *const *outputs) {
+    tj_status st = backend->launch(k, inputs, outputs);
+    if (st != TJ_ERR_UNSUPPORTED) return st;
+    note_fallback(g, tj_last_error());
+    tj_clear_error();
+    enum { SMALL = 16 };
+    tj_tensor *small[SMALL];
+    tj_tensor **res = g->n_outputs <= SMALL ? small : tjc_calloc((size_t)g->n_outputs, sizeof *res);
+    if (!res) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    st = run_op_by_op(g, inputs, res);
+    for (int i = 0; st == TJ_OK && i < g->n_outputs; i++) {
+        tj_tensor *pair[2] = {outputs[i], res[i]}, *same;
+        if (tjc_invoke_nested(tjc_op(TJ_OP_copy_), pair, 2, NULL, &same, 1) != 1) st = tj_last_status();
+        else tj_release(same);
+    }
+    for (int i = 0; i < g->n_outputs; i++) tj_release(res[i]);
+    if (res != small) tjc_free(res);
+    return st;
+}
+
 tj_status tjf_group_launch(const tjf_group *g, const tjf_kernel *k, tj_tensor *const *inputs,
                            tj_tensor *const *outputs) {
-    return g->backend->launch(k, inputs, outputs);
+    tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
+    return launch_or_fall_back((tjf_group *)g, backend_for(g, dev), k, inputs, outputs);
 }
 
 tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outputs) {
-    for (int i = 0; i < g->n_inputs; i++)
-        if (inputs[i]->storage->device.type != TJ_CPU) return run_op_by_op(g, inputs, outputs);
+    tj_device device = g->n_inputs ? inputs[0]->storage->device : (tj_device){TJ_CPU, 0};
+    const tjf_backend *backend = backend_for(g, device.type);
+    for (int i = 0; i < g->n_inputs && backend; i++)
+        if (!tjc_same_device(inputs[i]->storage->device, device)) backend = NULL;
+    if (!backend) return run_op_by_op(g, inputs, outputs);
     enum { SMALL = 64 };
     shape small[SMALL];
     shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
@@ -307,12 +391,21 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
         const shape *s = &sh[g->output_slot[i]];
         if (s->ndim != it->ndim || memcmp(s->sizes, it->sizes, sizeof(int64_t) * (size_t)s->ndim))
             st = tjc_error(TJ_ERR_INTERNAL, "fusion group: outputs of different sizes");
-        else if (!(outputs[i] = tjc_alloc(s->sizes, s->ndim, g->output_dtype[i])))
+        else if (!(outputs[i] = tjc_alloc_on(device, s->sizes, s->ndim, g->output_dtype[i])))
             st = tj_last_status();
     }
-    tjf_kernel *k = st == TJ_OK ? kernel_for(g, inputs) : NULL;
+    tjf_kernel *k = st == TJ_OK ? kernel_for(g, backend, inputs) : NULL;
+    if (st == TJ_OK && !k && tj_last_status() == TJ_ERR_UNSUPPORTED) {
+        tj_clear_error();
+        for (int i = 0; i < g->n_outputs; i++) {
+            tj_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+        if (sh != small) tjc_free(sh);
+        return run_op_by_op(g, inputs, outputs);
+    }
     if (st == TJ_OK && !k) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
-    if (st == TJ_OK) st = g->backend->launch(k, inputs, outputs);
+    if (st == TJ_OK) st = launch_or_fall_back(g, backend, k, inputs, outputs);
     if (st != TJ_OK)
         for (int i = 0; i < g->n_outputs; i++) {
             tj_release(outputs[i]);

@@ -138,7 +138,9 @@ static tj_status plan_instr(builder *B, int k, const int *args, int *outs) {
         int64_t sizes[TJ_MAX_DIMS];
         st = tjf_group_prepare(I->group, inp, &ndim, sizes, &step.fused);
         step.group = I->group;
-        step.device = (tj_device){TJ_CPU, 0};
+        /* a group's outputs live where its inputs do (its kernel's device) */
+        step.device = I->n_in && inp[0] ? inp[0]->storage->device : (tj_device){TJ_CPU, 0};
+        if (step.device.type == TJ_CPU) step.device.index = 0;
         for (int j = 0; !st && j < I->n_out; j++)
             outs[j] = new_buffer(B, step.device, tjf_group_output_dtype(I->group, j), ndim, sizes, k);
     } else {

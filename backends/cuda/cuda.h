@@ -34,6 +34,15 @@ tj_status tjcu_launch_source(const char *what, tj_device dev, const char *key, c
                              const char *kernel, tjcu_dim3 grid, tjcu_dim3 block,
                              size_t dynamic_shared, void **args);
 
+/* The two halves of tjcu_launch_source, for callers that keep the function:
+ * the kernel of a generated source on dev (compiled and loaded on first use;
+ * NULL with the compiler's message), and a launch of it. kernel must outlive
+ * the launch's error reports (a name kept for the process). */
+void *tjcu_function(const char *what, tj_device dev, const char *key, const char *source,
+                    const char *kernel);
+tj_status tjcu_launch_function(const char *what, tj_device dev, void *fn, const char *kernel,
+                               tjcu_dim3 grid, tjcu_dim3 block, size_t dynamic_shared, void **args);
+
 /* A 1-D launch over n elements with grid-stride loops: block threads per
  * block, at most enough blocks to fill the device a few times over. */
 tjcu_dim3 tjcu_grid_for(tj_device dev, int64_t n, unsigned block);

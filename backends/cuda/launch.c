@@ -131,6 +131,29 @@ tj_status tjcu_launch_source(const char *what, tj_device dev, const char *key, c
     return TJ_OK;
 }
 
+void *tjcu_function(const char *what, tj_device dev, const char *key, const char *source,
+                    const char *kernel) {
+    if (tjcu_check_device(what, dev)) return NULL;
+    return function_for(tjcu_state_driver(), what, dev.index, key, source, kernel);
+}
+
+tj_status tjcu_launch_function(const char *what, tj_device dev, void *fn, const char *kernel,
+                               tjcu_dim3 grid, tjcu_dim3 block, size_t dynamic_shared, void **args) {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TJ_OK;
+    void *stream = tjcu_stream(dev);
+    if (!stream) return tj_last_status();
+    tj_status st = tjcu_state_driver()->launch(dev.index, fn, grid, block, dynamic_shared, stream, args);
+    if (st) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", tj_last_error());
+        return tjc_error(st, "%s: launching %s (grid %u x %u x %u, block %u x %u x %u) on cuda:%d: "
+                         "%s", what, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                         dev.index, msg);
+    }
+    tjcu_note_launch(dev, kernel);
+    return TJ_OK;
+}
+
 tj_status tjcu_launch(const char *what, tj_device dev, const char *module, const char *kernel,
                       tjcu_dim3 grid, tjcu_dim3 block, size_t dynamic_shared, void **args) {
     /* modules are named by file name without .cu (cuda.h), the table by file name */

@@ -23,6 +23,9 @@ tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *a
  * malloc'd. */
 tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
                                     void **image, size_t *size);
+/* Since the process started: cubins compiled by NVRTC, and read from the
+ * disk cache instead. */
+void tjcu_nvrtc_cache_stats(long *built, long *read);
 
 /* NVRTC's version, "13.0" (part of any cache key for its output). */
 const char *tjcu_nvrtc_version(void);

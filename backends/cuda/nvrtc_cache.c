@@ -3,6 +3,7 @@
  * mechanism as the LLVM backend's), else compiled by NVRTC and stored there.
  * The key holds the whole source, the architecture and NVRTC's version, so a
  * second process compiles nothing and a changed toolkit compiles again. */
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,13 @@ static uint64_t fnv1a(const char *s) {
     uint64_t h = 1469598103934665603ull;
     while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ull;
     return h;
+}
+
+static _Atomic long n_built, n_read;
+
+void tjcu_nvrtc_cache_stats(long *built, long *read) {
+    *built = atomic_load(&n_built);
+    *read = atomic_load(&n_read);
 }
 
 tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
@@ -37,8 +45,11 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
     char file[64];
     snprintf(file, sizeof file, "cu-%s-%016llx.cubin", arch, (unsigned long long)fnv1a(key));
     tj_status st = TJ_OK;
-    if (!tjf_disk_cache_read(file, key, image, size)) {
+    if (tjf_disk_cache_read(file, key, image, size)) {
+        atomic_fetch_add(&n_read, 1);
+    } else {
         char *cubin = NULL;
+        atomic_fetch_add(&n_built, 1);
         st = tjcu_nvrtc_compile(name, source, arch, true, &cubin, size);
         if (st == TJ_OK) {
             tjf_disk_cache_write(file, key, cubin, *size); /* best effort: a miss next time */

@@ -50,12 +50,7 @@ void tt_assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed)
     tt_ref_free(&rb);
 }
 
-typedef struct recipe {
-    uint64_t seed;
-    int n_inputs;
-    const tj_op_info **ops;
-    int n_ops;
-} recipe;
+typedef tt_fuser_recipe recipe;
 
 static int pick(uint64_t *s, int n) { return (int)(tt_splitmix64(s) % (uint64_t)n); }
 
@@ -114,7 +109,7 @@ static tj_status random_model(void *ctx, tj_tensor *const *in, int n_in, tj_tens
 }
 
 /* A copy of t laid out transposed or strided (same sizes and values). */
-static tj_tensor *restride(tj_generator *gen, tj_tensor *t, int how) {
+tj_tensor *tt_fuser_restride(tj_generator *gen, tj_tensor *t, int how) {
     int nd = tj_ndim(t);
     if (nd < 2 || how == 0) return tt_noncontiguous(gen, t);
     int64_t sizes[TJ_MAX_DIMS];
@@ -129,16 +124,18 @@ static tj_tensor *restride(tj_generator *gen, tj_tensor *t, int how) {
     return view;
 }
 
-void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_counts *c) {
+void tt_fuser_case_setup(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_case *c) {
     static const tj_op_info *all_ops[256];
-    const tj_op_info *some_ops[256];
     static int n_all;
     if (!n_all) n_all = fusible_ops(all_ops, 256, NULL);
-    recipe r = {(uint64_t)seed, 0, all_ops, n_all};
+    memset(c, 0, sizeof *c);
+    recipe *r = &c->recipe;
+    *r = (recipe){(uint64_t)seed, 0, all_ops, n_all};
     if (o->op_ok) {
-        r.ops = some_ops;
-        r.n_ops = fusible_ops(some_ops, 256, o->op_ok);
+        r->ops = c->ops;
+        r->n_ops = fusible_ops(c->ops, 256, o->op_ok);
     }
+    c->model = random_model;
     uint64_t s = (uint64_t)seed * 0x2545F4914F6CDD1Dull + 1;
     int nd = pick(&s, 4);
     int64_t base[3];
@@ -146,9 +143,9 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     if (pick(&s, 25) == 0 && nd) base[pick(&s, nd)] = 0; /* an empty tensor */
     tj_dtype dt = pick(&s, 3) || o->no_f64 ? TJ_F32 : TJ_F64;
     if (o->int_inputs && pick(&s, 4) == 0) dt = TJ_I64;
-    r.n_inputs = 2 + pick(&s, 3);
-    tj_tensor *in[6];
-    for (int i = 0; i < r.n_inputs; i++) {
+    r->n_inputs = 2 + pick(&s, 3);
+    tj_tensor **in = c->in;
+    for (int i = 0; i < r->n_inputs; i++) {
         int64_t sz[3];
         int k = nd;
         memcpy(sz, base, sizeof sz);
@@ -162,8 +159,24 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     int cn = nd ? nd : 1;
     if (!nd) csz[0] = 1;
     csz[cn - 1] *= 3;
-    in[r.n_inputs] = tt_random(gen, csz, cn, dt, -2, 2);
-    int n_in = r.n_inputs + 1;
+    in[r->n_inputs] = tt_random(gen, csz, cn, dt, -2, 2);
+    c->n_in = r->n_inputs + 1;
+    c->draws = s;
+}
+
+void tt_fuser_case_free(tt_fuser_case *c) {
+    for (int i = 0; i < c->n_in; i++) tj_release(c->in[i]);
+    c->n_in = 0;
+}
+
+void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_counts *c) {
+    tt_fuser_case fc;
+    tt_fuser_case_setup(seed, gen, o, &fc);
+    recipe r = fc.recipe;
+    if (o->op_ok) r.ops = fc.ops;
+    uint64_t s = fc.draws;
+    tj_tensor **in = fc.in;
+    int n_in = fc.n_in;
 
     tj_graph *g = tj_trace(random_model, &r, in, n_in, 2, NULL);
     if (!g) fail_msg("case %d: trace: %s", seed, tj_last_error());
@@ -178,7 +191,7 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     for (int layout = 0; layout < 2; layout++) {
         tj_tensor *args[6];
         for (int i = 0; i < n_in; i++)
-            args[i] = layout ? restride(gen, in[i], pick(&s, 2)) : tj_retain(in[i]);
+            args[i] = layout ? tt_fuser_restride(gen, in[i], pick(&s, 2)) : tj_retain(in[i]);
         tj_tensor *a[2], *b[2], *d[2];
         if (tj_run(plain, args, a) != TJ_OK) fail_msg("case %d: unfused: %s", seed, tj_last_error());
         if (tj_run(fused, args, b) != TJ_OK) fail_msg("case %d: fused: %s", seed, tj_last_error());
@@ -197,7 +210,7 @@ void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_f
     tj_program_free(fused);
     tj_program_free(dynamic);
     tj_graph_free(g);
-    for (int i = 0; i < n_in; i++) tj_release(in[i]);
+    tt_fuser_case_free(&fc);
 }
 
 tj_status tt_run_op_kernel(const tjf_backend *backend, const tj_op_info *op, const tj_attr *attrs,

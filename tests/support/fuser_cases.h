@@ -31,6 +31,28 @@ void tt_assert_identical(tj_tensor *a, tj_tensor *b, const char *what, int seed)
  * on contiguous then strided inputs. */
 void tt_fuser_run_case(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_counts *c);
 
+/* A case's model and inputs, for testers that run them their own way (on
+ * another device): trace c->model with &c->recipe on inputs like c->in. */
+typedef struct tt_fuser_recipe {
+    uint64_t seed;
+    int n_inputs;
+    const tj_op_info **ops;
+    int n_ops;
+} tt_fuser_recipe;
+typedef struct tt_fuser_case {
+    tj_model_fn model;
+    tt_fuser_recipe recipe;
+    const tj_op_info *ops[256];
+    tj_tensor *in[6]; /* on the CPU, new references */
+    int n_in;
+    uint64_t draws;   /* the case's random state after making the inputs */
+} tt_fuser_case;
+void tt_fuser_case_setup(int seed, tj_generator *gen, const tt_fuser_opts *o, tt_fuser_case *c);
+void tt_fuser_case_free(tt_fuser_case *c);
+/* A copy of t on the CPU laid out transposed (how != 0, 2 dims or more) or
+ * strided, with the same sizes and values. */
+tj_tensor *tt_fuser_restride(tj_generator *gen, tj_tensor *t, int how);
+
 /* Runs op alone as the kernel of a one-node fusion group that backend
  * compiles for inputs' spec (contiguous or not), as the interpreter would:
  * the result in *out (a new reference). The error is the backend's. */
