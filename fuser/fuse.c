@@ -474,12 +474,121 @@ static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
     return *st == TJ_OK;
 }
 
+/* ---- siblings and concatenation ------------------------------------------------------ */
+
+static bool same_device(const tj_type *a, const tj_type *b) {
+    return a->device_type == b->device_type && a->device_index == b->device_index;
+}
+
+/* Whether group a may merge with group b, a later group with no path from a
+ * (they feed one consumer): at b's place, so every user of a's results must
+ * come after b, and the two must share their iteration sizes and device. */
+tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) {
+    if (!is_group(a) || !is_group(b) || a == b) return verdict(TJF_NOT_AN_OP);
+    if (!tj_node_is_before(a, b)) return verdict(TJF_NOT_BEFORE);
+    if (!same_sizes(group_type(a), group_type(b)) || !same_device(group_type(a), group_type(b)))
+        return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = tj_node_output(a, 0)};
+    if (member_size(a) + member_size(b) > TJF_MAX_GROUP_NODES)
+        return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(a) + member_size(b)};
+    for (int o = 0; o < tj_node_num_outputs(a); o++) {
+        const tj_value *v = tj_node_output(a, o);
+        for (int u = 0; u < tj_value_num_uses(v); u++) {
+            const tj_node *user = tj_value_use(v, u).user;
+            if (user != b && tj_node_kind_of(user) != TJ_NODE_RETURN && !tj_node_is_before(b, user))
+                return (tjf_verdict){.reason = TJF_USED_BEFORE, .node = user};
+        }
+    }
+    int count = merge_operands(a, b);
+    return (tjf_verdict){.reason = count > MAX_OPERANDS ? TJF_OPERAND_CAP : TJF_FUSIBLE, .count = count};
+}
+
+/* Groups that feed one consumer become one group (the LSTM cell's backward:
+ * the gates' gradients made by two groups for one aten::cat): one kernel
+ * reads their shared inputs once. */
+static tj_status merge_siblings(tj_graph *g, bool *changed) {
+    tj_status st = TJ_OK;
+    for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
+        for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
+            tj_node *a = tj_value_node(tj_node_input(n, i));
+            for (int j = 0; j < tj_node_num_inputs(n) && st == TJ_OK; j++) {
+                tj_node *b = tj_value_node(tj_node_input(n, j));
+                if (tjf_check_siblings(a, b).reason != TJF_FUSIBLE) continue;
+                tj_node *grp = merge(g, a, b, &st);
+                if (grp) {
+                    *changed = true;
+                    i = -1; /* the consumer's inputs changed: scan them again */
+                    break;
+                }
+            }
+        }
+    }
+    return st;
+}
+
+/* Whether cat node n (aten::cat of a known dim) concatenates exactly the
+ * outputs of one group, in order, each read only by it, on a device whose
+ * fusion backend writes a concatenation (CUDA: kernels write each piece
+ * into its slice; the CPU's backends do not take it). */
+static tj_node *concatenated_group(const tj_node *n) {
+    if (tj_node_kind_of(n) != TJ_NODE_OP || strcmp(tj_op_name(tj_node_op(n)), "aten::cat")) return NULL;
+    if (tj_node_num_inputs(n) < 2) return NULL;
+    tj_node *grp = tj_value_node(tj_node_input(n, 0));
+    if (!is_group(grp) || tj_node_num_outputs(grp) != tj_node_num_inputs(n)) return NULL;
+    const tj_type *t = tj_value_type(tj_node_output(n, 0));
+    if (t->device_type != TJ_CUDA || !known_tensor(tj_node_output(n, 0))) return NULL;
+    tj_graph *sub = tj_node_subgraph(grp);
+    for (const tj_node *m = tj_block_first(tj_graph_block(sub)); m; m = tj_node_next(m))
+        if (tj_node_kind_of(m) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(m))) return NULL; /* one cat */
+    for (int i = 0; i < tj_node_num_inputs(n); i++) {
+        tj_value *v = tj_node_input(n, i);
+        if (v != tj_node_output(grp, i) || tj_value_num_uses(v) != 1) return NULL;
+    }
+    return grp;
+}
+
+/* cat(group outputs) becomes the group's last node: the group's one output
+ * is the concatenation, which its kernel writes piece by piece. */
+static tj_status fuse_concat(tj_node *cat, tj_node *grp) {
+    tj_graph *sub = tj_node_subgraph(grp);
+    tj_block *b = tj_graph_block(sub);
+    int n = tj_node_num_inputs(cat);
+    tj_value *pieces[TJF_MAX_ARGS];
+    if (n > TJF_MAX_ARGS) return TJ_OK;
+    for (int i = 0; i < n; i++) pieces[i] = tj_block_output(b, i);
+    tj_node *inner = tj_node_create_op(sub, tj_node_op(cat), pieces, n, tj_node_attrs(cat),
+                                       tj_node_num_attrs(cat), 1);
+    if (!inner || tj_block_append(b, inner) != TJ_OK) return tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+    tj_value_set_type(tj_node_output(inner, 0), tj_value_type(tj_node_output(cat, 0)));
+    tj_status st = TJ_OK;
+    for (int i = n - 1; i >= 0 && st == TJ_OK; i--) st = tj_block_remove_output(b, i);
+    if (!st) st = tj_graph_add_output(sub, tj_node_output(inner, 0));
+    /* the group node: one output, the concatenation's type, in place of the cat */
+    tj_value *whole = st ? NULL : tj_node_add_output(grp, tj_value_type(tj_node_output(cat, 0)));
+    if (!st && !whole) st = tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
+    if (!st) st = tj_value_replace_uses(tj_node_output(cat, 0), whole);
+    if (!st) st = tj_node_destroy(cat);
+    for (int i = n - 1; i >= 0 && st == TJ_OK; i--) st = tj_node_remove_output(grp, i);
+    return st;
+}
+
+static tj_status fuse_concats(tj_graph *g) {
+    tj_status st = TJ_OK;
+    for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK;) {
+        tj_node *prev = tj_node_prev(n);
+        tj_node *grp = concatenated_group(n);
+        if (grp) st = fuse_concat(n, grp);
+        n = prev;
+    }
+    return st;
+}
+
 tj_status tj_pass_fuse(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "tj_pass_fuse: graph is NULL");
     tj_status st = hoist_chunks(g);
     bool changed = true;
     while (changed && st == TJ_OK) {
         changed = false;
+        if ((st = merge_siblings(g, &changed))) break;
         for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
             if (!fusible_node(n) && !is_group(n)) continue;
             bool used = false; /* a dead consumer is DCE's to remove, not worth a group */
@@ -504,5 +613,6 @@ tj_status tj_pass_fuse(tj_graph *g) {
             }
         }
     }
+    if (st == TJ_OK) st = fuse_concats(g);
     return st;
 }

@@ -49,5 +49,8 @@ tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c);
 /* After tjf_check_merge: the operands the merged group would need, and
  * TJF_OPERAND_CAP (or TJF_READ_TWICE) when the fuser would refuse it. */
 tjf_verdict tjf_check_operands(const tj_node *p, const tj_node *c);
+/* Whether group a may merge with a later group b that reads nothing a makes
+ * (siblings feeding one consumer), operands counted. */
+tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b);
 
 #endif

@@ -92,7 +92,10 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     for (tj_node *n = tj_block_first(b); ok && n; n = tj_node_next(n), k++) {
         gnode *gn = &g->nodes[k];
         bool pointwise = tj_node_kind_of(n) == TJ_NODE_OP && tjf_fusible_op(tj_node_op(n));
-        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise) {
+        /* a concatenation of the group's results closes a CUDA group (fuse.c) */
+        bool closing_cat = tj_node_kind_of(n) == TJ_NODE_OP && !tj_node_next(n) &&
+                           !strcmp(tj_node_name(n), "aten::cat");
+        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise && !closing_cat) {
             tjf_group_free(g);
             tjc_ptrmap_free(&slot);
             return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s cannot run inside a group "
@@ -174,6 +177,15 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
             continue;
         }
         shape s = {0};
+        if (!tjf_fusible_op(n->op)) { /* the closing aten::cat: pieces of one size */
+            s = sh[n->in[0]];
+            int dim;
+            tj_status st = tjc_wrap_dim(n->op->name, n->attrs[0].i, s.ndim, &dim);
+            if (st) return st;
+            s.sizes[dim] *= n->n_in;
+            sh[n->out[0]] = s;
+            continue;
+        }
         for (int i = 0; i < n->n_in; i++) {
             shape next;
             tj_status st = tjc_broadcast_shapes(n->op->name, s.sizes, s.ndim, sh[n->in[i]].sizes,

@@ -322,10 +322,10 @@ static tj_status launch(const tjf_kernel *kc, tj_tensor *const *inputs, tj_tenso
         if (!op->runtime) continue;
         /* strides over the iteration's dims that are not 1 (no coalescing with run-time strides) */
         int kept = 0;
-        for (int d = 0; d < L->out_ndim; d++) {
-            if (L->out_sizes[d] == 1) continue;
-            int od = d - (L->out_ndim - in->ndim);
-            st[rt * cols + kept++] = od >= 0 && sizes[od] == L->out_sizes[d] ? in->strides[od] : 0;
+        for (int d = 0; d < L->it_ndim; d++) {
+            if (L->it_sizes[d] == 1) continue;
+            int od = d - (L->it_ndim - in->ndim);
+            st[rt * cols + kept++] = od >= 0 && sizes[od] == L->it_sizes[d] ? in->strides[od] : 0;
         }
         rt++;
     }

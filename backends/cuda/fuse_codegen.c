@@ -159,6 +159,12 @@ typedef struct gen {
     int keep[TJ_MAX_DIMS];           /* dims of it the kernel indexes, after coalescing */
     int64_t kept_size[TJ_MAX_DIMS];
     int64_t kept_st[TJF_MAX_ARGS][TJ_MAX_DIMS];
+    const tj_node *cat;              /* the group's closing aten::cat, or NULL */
+    int store_output[TJF_MAX_ARGS];  /* per store: its output, offset (elements), strides */
+    int64_t store_offset[TJF_MAX_ARGS];
+    int64_t store_st[TJF_MAX_ARGS][TJ_MAX_DIMS];
+    int64_t kept_store_st[TJF_MAX_ARGS][TJ_MAX_DIMS];
+    bool store_whole[TJF_MAX_ARGS];
 } gen;
 
 /* Sizes of every value: the group's output sizes are the iteration space. */
@@ -184,6 +190,12 @@ static tj_status propagate(tj_block *b, const tjf_spec *spec, tjc_ptrmap *shape_
                                  "split into %lld equal chunks", (long long)s.sizes[dim], dim,
                                  (long long)chunks);
             s.sizes[dim] /= chunks;
+        } else if (tj_node_kind_of(n) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(n))) { /* the cat */
+            s = *(shape *)tjc_ptrmap_get(shape_of, tj_node_input(n, 0));
+            int dim;
+            tj_status st = tjc_wrap_dim("aten::cat", tj_node_attrs(n)[0].i, s.ndim, &dim);
+            if (st) return st;
+            s.sizes[dim] *= tj_node_num_inputs(n);
         } else {
             for (int i = 0; i < tj_node_num_inputs(n); i++) {
                 const shape *in = tjc_ptrmap_get(shape_of, tj_node_input(n, i));
@@ -200,6 +212,12 @@ static tj_status propagate(tj_block *b, const tjf_spec *spec, tjc_ptrmap *shape_
         }
     }
     *n_pool = k;
+    tj_node *last = tj_block_last(b);
+    if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last))) {
+        /* a concatenation: the kernel runs over one piece */
+        *it = *(shape *)tjc_ptrmap_get(shape_of, tj_node_input(last, 0));
+        return TJ_OK;
+    }
     const shape *first = tjc_ptrmap_get(shape_of, tj_block_output(b, 0));
     for (int i = 1; i < tj_block_num_outputs(b); i++) {
         const shape *o = tjc_ptrmap_get(shape_of, tj_block_output(b, i));
@@ -276,22 +294,56 @@ static void plan_dims(gen *G) {
         }
         op->whole = whole || scalar;
     }
+    /* stores: each output at the linear index; a concatenation's pieces each
+     * at its slice of the one output */
+    if (G->cat) {
+        L->n_stores = tj_node_num_inputs(G->cat);
+        int64_t cat_sizes[TJ_MAX_DIMS], cat_st[TJ_MAX_DIMS];
+        memcpy(cat_sizes, G->it.sizes, sizeof cat_sizes);
+        int dim = 0;
+        tjc_wrap_dim("aten::cat", tj_node_attrs((tj_node *)G->cat)[0].i, G->it.ndim, &dim);
+        cat_sizes[dim] *= L->n_stores;
+        tjc_contiguous_strides(cat_sizes, G->it.ndim, cat_st);
+        for (int m = 0; m < L->n_stores; m++) {
+            G->store_output[m] = 0;
+            G->store_offset[m] = m * G->it.sizes[dim] * cat_st[dim];
+            memcpy(G->store_st[m], cat_st, sizeof cat_st);
+            L->store_dtype[m] = L->output_dtype[0];
+        }
+    } else {
+        L->n_stores = L->n_outputs;
+        for (int m = 0; m < L->n_stores; m++) {
+            G->store_output[m] = m;
+            memcpy(G->store_st[m], it_st, sizeof it_st);
+            L->store_dtype[m] = L->output_dtype[m];
+        }
+    }
+    for (int m = 0; m < L->n_stores; m++) {
+        G->store_whole[m] = G->store_offset[m] == 0;
+        for (int d = 0; d < G->it.ndim; d++)
+            G->store_whole[m] = G->store_whole[m] && (G->it.sizes[d] == 1 || G->store_st[m][d] == it_st[d]);
+    }
     L->vectorisable = L->n_runtime == 0;
     for (int k = 0; k < L->n_operands; k++) L->vectorisable = L->vectorisable && L->operand[k].whole;
+    for (int m = 0; m < L->n_stores; m++) L->vectorisable = L->vectorisable && G->store_whole[m];
     int nd = 0;
     for (int d = 0; d < G->it.ndim; d++) {
         if (G->it.sizes[d] == 1) continue;
         bool merge = nd > 0 && L->n_runtime == 0;
         for (int k = 0; merge && k < L->n_operands; k++)
             merge = G->kept_st[k][nd - 1] == G->st[k][d] * G->it.sizes[d];
+        for (int m = 0; merge && m < L->n_stores; m++)
+            merge = G->kept_store_st[m][nd - 1] == G->store_st[m][d] * G->it.sizes[d];
         if (merge) {
             G->kept_size[nd - 1] *= G->it.sizes[d];
             for (int k = 0; k < L->n_operands; k++) G->kept_st[k][nd - 1] = G->st[k][d];
+            for (int m = 0; m < L->n_stores; m++) G->kept_store_st[m][nd - 1] = G->store_st[m][d];
             continue;
         }
         G->keep[nd] = d;
         G->kept_size[nd] = G->it.sizes[d];
         for (int k = 0; k < L->n_operands; k++) G->kept_st[k][nd] = G->st[k][d];
+        for (int m = 0; m < L->n_stores; m++) G->kept_store_st[m][nd] = G->store_st[m][d];
         nd++;
     }
     L->ndim = nd;
@@ -358,13 +410,22 @@ static tj_status put_element(gen *G, text *t, const char *name) {
         put(t, "];\n    const %s v_x%d = tjm::cv_%s(x%d);\n", compute_type(op->dtype), k,
             suffix(op->dtype), k);
     }
-    for (int o = 0; o < L->n_outputs; o++) put(t, "    %s y%d;\n", storage_type(L->output_dtype[o]), o);
+    for (int m = 0; m < L->n_stores; m++) put(t, "    %s y%d;\n", storage_type(L->store_dtype[m]), m);
     put(t, "    %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++) put(t, "%sv_x%d", k ? ", " : "", k);
-    for (int o = 0; o < L->n_outputs; o++) put(t, "%sy%d", L->n_operands + o ? ", " : "", o);
+    for (int m = 0; m < L->n_stores; m++) put(t, "%sy%d", L->n_operands + m ? ", " : "", m);
     put(t, ");\n");
-    for (int o = 0; o < L->n_outputs; o++)
-        put(t, "    ((%s *)A.p[%d])[i] = y%d;\n", storage_type(L->output_dtype[o]), o, o);
+    for (int m = 0; m < L->n_stores; m++) {
+        put(t, "    ((%s *)A.p[%d])[", storage_type(L->store_dtype[m]), G->store_output[m]);
+        if (G->store_whole[m]) {
+            put(t, "i");
+        } else {
+            put(t, "(D)%lldLL", (long long)G->store_offset[m]);
+            for (int d = 0; d < nd; d++)
+                if (G->kept_store_st[m][d]) put(t, " + (D)c[%d] * (D)%lldLL", d, (long long)G->kept_store_st[m][d]);
+        }
+        put(t, "] = y%d;\n", m);
+    }
     put(t, "}\n");
     return TJ_OK;
 }
@@ -390,12 +451,12 @@ static tj_status put_compute(gen *G, text *t, const char *name, tj_block *b, tjc
     put(t, "__device__ __forceinline__ void %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++)
         put(t, "%sconst %s x%d", k ? ", " : "", compute_type(L->operand[k].dtype), k);
-    for (int o = 0; o < L->n_outputs; o++)
-        put(t, "%s%s &y%d", L->n_operands + o ? ", " : "", storage_type(L->output_dtype[o]), o);
+    for (int m = 0; m < L->n_stores; m++)
+        put(t, "%s%s &y%d", L->n_operands + m ? ", " : "", storage_type(L->store_dtype[m]), m);
     put(t, ") {\n");
     int j = 0;
     for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
-        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) continue;
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == G->cat) continue;
         const tj_op_info *op = tj_node_op(n);
         int n_in = tj_node_num_inputs(n);
         if (!op || n_in > 3 || tj_node_num_outputs(n) != 1)
@@ -435,12 +496,12 @@ static tj_status put_compute(gen *G, text *t, const char *name, tj_block *b, tjc
         if (!tjc_ptrmap_put(value_of, tj_node_output(n, 0), (void *)(intptr_t)(j + 1))) return TJ_ERR_MEMORY;
         j++;
     }
-    for (int o = 0; o < tj_block_num_outputs(b); o++) {
-        tj_value *v = tj_block_output(b, o);
+    for (int m = 0; m < L->n_stores; m++) {
+        tj_value *v = G->cat ? tj_node_input((tj_node *)G->cat, m) : tj_block_output(b, m);
         tj_dtype have = dtype_of(L, operand_of, value_of, value_dtype, v);
-        if (have != L->output_dtype[o])
+        if (have != L->store_dtype[m])
             return tjc_error(TJ_ERR_UNSUPPORTED, "an output whose dtype differs from the graph's");
-        put(t, "    y%d = tjm::sv_%s(", o, suffix(have));
+        put(t, "    y%d = tjm::sv_%s(", m, suffix(have));
         put_value(t, operand_of, value_of, v);
         put(t, ");\n");
     }
@@ -474,8 +535,8 @@ static void put_entry_points(const gen *G, text *t, const char *name) {
             put(t, "        const TjpwVec4<%s> w%d = ((const TjpwVec4<%s> *)A.p[%d])[q];\n", S, k, S,
                 L->n_outputs + k);
     }
-    for (int o = 0; o < L->n_outputs; o++)
-        put(t, "        TjpwVec4<%s> r%d;\n", storage_type(L->output_dtype[o]), o);
+    for (int o = 0; o < L->n_stores; o++)
+        put(t, "        TjpwVec4<%s> r%d;\n", storage_type(L->store_dtype[o]), o);
     put(t, "#pragma unroll\n        for (int j = 0; j < 4; j++)\n            %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++) {
         bool scalar = true;
@@ -483,10 +544,10 @@ static void put_entry_points(const gen *G, text *t, const char *name) {
         if (scalar) put(t, "%stjm::cv_%s(s%d)", k ? ", " : "", suffix(L->operand[k].dtype), k);
         else put(t, "%stjm::cv_%s(w%d.v[j])", k ? ", " : "", suffix(L->operand[k].dtype), k);
     }
-    for (int o = 0; o < L->n_outputs; o++) put(t, "%sr%d.v[j]", L->n_operands + o ? ", " : "", o);
+    for (int o = 0; o < L->n_stores; o++) put(t, "%sr%d.v[j]", L->n_operands + o ? ", " : "", o);
     put(t, ");\n");
-    for (int o = 0; o < L->n_outputs; o++)
-        put(t, "        ((TjpwVec4<%s> *)A.p[%d])[q] = r%d;\n", storage_type(L->output_dtype[o]), o, o);
+    for (int o = 0; o < L->n_stores; o++)
+        put(t, "        ((TjpwVec4<%s> *)A.p[%d])[q] = r%d;\n", storage_type(L->store_dtype[o]), o, o);
     put(t, "    }\n");
     put(t, "    const I i = groups * 4 + (I)blockIdx.x * blockDim.x + threadIdx.x;\n");
     put(t, "    if (i < (I)A.n) %s_element<I, long long>(A, i);\n}\nTJCU_EXPORT(%s_vec)\n", name, name);
@@ -517,6 +578,13 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
         L->n_outputs = tj_block_num_outputs(b);
         for (int o = 0; o < L->n_outputs; o++)
             L->output_dtype[o] = (tj_dtype)tj_value_type(tj_block_output(b, o))->dtype;
+        tj_node *last = tj_block_last(b);
+        if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last))) {
+            if (strcmp(tj_node_name(last), "aten::cat") || L->n_outputs != 1 ||
+                tj_block_output(b, 0) != tj_node_output(last, 0))
+                st = tjc_error(TJ_ERR_UNSUPPORTED, "%s cannot run inside a CUDA kernel", tj_node_name(last));
+            G->cat = last;
+        }
         int n_pool = 0;
         st = propagate(b, spec, &shape_of, pool, &n_pool, &G->it);
     }
@@ -525,9 +593,12 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
         st = tjc_error(TJ_ERR_UNSUPPORTED, "too many operands");
     if (st == TJ_OK) {
         plan_dims(G);
-        L->out_ndim = G->it.ndim;
-        memcpy(L->out_sizes, G->it.sizes, sizeof(int64_t) * (size_t)G->it.ndim);
-        L->numel = tjc_numel(G->it.sizes, G->it.ndim);
+        L->it_ndim = G->it.ndim;
+        memcpy(L->it_sizes, G->it.sizes, sizeof(int64_t) * (size_t)G->it.ndim);
+        const shape *out = tjc_ptrmap_get(&shape_of, tj_block_output(b, 0));
+        L->out_ndim = out->ndim;
+        memcpy(L->out_sizes, out->sizes, sizeof(int64_t) * (size_t)out->ndim);
+        L->numel = tjc_numel(G->it.sizes, G->it.ndim); /* elements an index runs over */
         /* the argument block: pointers, run-time strides, the element count */
         int rows = L->n_runtime ? L->n_runtime : 0, cols = L->ndim ? L->ndim : 1;
         L->args_bytes = sizeof(void *) * (size_t)(L->n_outputs + L->n_operands) +

@@ -44,10 +44,18 @@ typedef struct tjcu_fuse_layout {
     int n_outputs, n_operands, n_runtime;
     tjcu_fuse_operand operand[TJF_MAX_ARGS];
     tj_dtype output_dtype[TJF_MAX_ARGS];
+    /* what an element stores: one value per output, or, for a group ending in
+     * aten::cat (fuser/fuse.c fuses a concatenation on CUDA), one per piece
+     * into its slice of the one output */
+    int n_stores;
+    tj_dtype store_dtype[TJF_MAX_ARGS];
     /* the iteration space without its size-1 dims (coalesced when no operand
      * has run-time strides): what the kernel's index runs over */
     int ndim;
     int64_t sizes[TJ_MAX_DIMS];
+    /* the full iteration space (a concatenation's piece) */
+    int it_ndim;
+    int64_t it_sizes[TJ_MAX_DIMS];
     /* the group's output sizes, as the caller allocates them */
     int out_ndim;
     int64_t out_sizes[TJ_MAX_DIMS];
