@@ -103,9 +103,14 @@ static bool to_training_device(tj_tensor **t, const char *what) {
  * training device, in place, as module.to(device): the programs traced later
  * bind them where they are. */
 static bool move_model(const tjx_model *m, void *params) {
-    tj_tensor *all[64];
-    int n = m->parameters(params, all, 64);
-    if (m->buffers) n += m->buffers(params, all + n, 64 - n);
+    enum { CAP = 64 };
+    tj_tensor *all[CAP];
+    int n = m->parameters(params, all, CAP);
+    if (m->buffers && n < CAP) n += m->buffers(params, all + n, CAP - n);
+    if (n > CAP) {
+        fprintf(stderr, "train %s: more than %d parameters and buffers to move\n", m->name, CAP);
+        return false;
+    }
     for (int i = 0; i < n && DEVICE.type != TJ_CPU; i++)
         if (tj_move_to_device(all[i], DEVICE)) {
             fprintf(stderr, "train %s: moving %s: %s\n", m->name, tj_tensor_name(all[i]), tj_last_error());
