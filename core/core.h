@@ -265,6 +265,21 @@ typedef struct tjc_device_backend {
     /* the device memory's figures, and giving cached memory back (optional) */
     tj_status (*memory_stats)(int index, tj_memory_stats *out);
     tj_status (*empty_cache)(int index);
+    /* Graph capture (optional; NULL where the device has none). The work the
+     * calling thread queues on device index between capture_begin and
+     * capture_end becomes *graph, which graph_launch replays as one launch
+     * on the calling thread's queue; memory the captured work releases stays
+     * the graph's until graph_free (the graph reads and writes it at every
+     * launch). One thread uses a graph at a time: graph_acquire orders the
+     * caller's later work after every earlier use (from any thread), and
+     * graph_release ends the caller's use after the work it has queued. A
+     * failed capture_end has ended the capture and freed the graph. */
+    tj_status (*capture_begin)(int index);
+    tj_status (*capture_end)(int index, void **graph);
+    tj_status (*graph_acquire)(int index, void *graph);
+    tj_status (*graph_launch)(int index, void *graph);
+    tj_status (*graph_release)(int index, void *graph);
+    void (*graph_free)(int index, void *graph);
     /* NULL: the op has no kernel on this device (the call is an error) */
     tjc_kernel_fn kernels[TJ_OP__COUNT];
 } tjc_device_backend;

@@ -28,6 +28,17 @@
  * prepared calls in order, and hands out the outputs. Nothing is checked or
  * allocated per op. Frames are pooled per plan, so threads replaying one
  * program at once each use a frame of their own.
+ *
+ * A program compiled with cuda_graph replays a plan whose inputs are all on
+ * one CUDA device as a device graph (cuda_graph.c): the first replay runs
+ * as above (compiling kernels, warming the allocator), the second captures
+ * the steps over a frame of the graph's own, with input and output buffers
+ * of its own, and every later one copies the inputs in, launches the graph
+ * once and copies the outputs out into the caller's new tensors. Parameters
+ * are read in place by the graph; one whose data moved is captured again.
+ * The graph serves one thread at a time; a replay that finds it busy, or a
+ * plan that cannot be captured (the reason is kept for the plan stats),
+ * replays as above.
  */
 #ifndef TJIT_INTERPRETER_PLAN_H
 #define TJIT_INTERPRETER_PLAN_H
@@ -90,6 +101,7 @@ typedef struct tji_step {
 } tji_step;
 
 typedef struct tji_frame tji_frame;
+typedef struct tji_graph_state tji_graph_state;
 
 typedef struct tji_plan {
     const tji_code *code;
@@ -129,6 +141,8 @@ typedef struct tji_plan {
     pthread_mutex_t lock;
     tji_frame *free_frames;
     _Atomic(tji_frame *) spare; /* one frame taken without the lock */
+    /* replay as a device graph (cuda_graph.c): made at the first replay that asks */
+    _Atomic(tji_graph_state *) graph;
 } tji_plan;
 
 /* The signature of the graph inputs in[] (n of them; NULL entries allowed). */
@@ -154,6 +168,36 @@ tj_status tji_plan_verify(const tji_plan *plan);
  * output right after the step that makes it final. */
 tj_status tji_plan_execute(tji_plan *plan, tj_tensor *const *in, tj_tensor **outputs,
                            const tji_ready *ready);
+
+/* A frame of its own (plan_run.c), for a replay that keeps one (a device
+ * graph); NULL with an error when memory is short. */
+tji_frame *tji_frame_new(const tji_plan *plan);
+void tji_frame_free(const tji_plan *plan, tji_frame *frame);
+/* Points the frame's slots over graph inputs at in[] (NULL: at nothing), and
+ * its slots over external buffers at by_buffer[buffer]. */
+void tji_frame_bind_inputs(const tji_plan *plan, tji_frame *frame, tj_tensor *const *in);
+void tji_frame_bind_externals(const tji_plan *plan, tji_frame *frame, tjc_storage *const *by_buffer);
+/* Runs the bound frame's steps in order. */
+tj_status tji_frame_run(const tji_plan *plan, tji_frame *frame);
+/* The graph outputs of the bound frame, as tji_plan_execute hands them out
+ * (in[] gives the outputs that are inputs); all NULL on error. */
+tj_status tji_frame_hand_out(const tji_plan *plan, tji_frame *frame, tj_tensor *const *in,
+                             tj_tensor **outputs);
+
+/* tji_plan_execute through the plan's device graph (cuda_graph.c): bound
+ * (by graph input: the program's parameter, or NULL) says which inputs the
+ * graph reads in place. Falls back to tji_plan_execute when the plan cannot
+ * be captured, at the first replay, and when another thread uses the
+ * graph. With ready, every output is handed to it after the launch. */
+tj_status tji_plan_execute_graph(tji_plan *plan, tj_tensor *const *in, tj_tensor *const *bound,
+                                 tj_tensor **outputs, const tji_ready *ready);
+/* Frees the plan's graph state (tji_plan_free calls it). */
+void tji_plan_graph_free(tji_plan *plan);
+/* The graph's figures for the plan stats: whether replay launches a graph,
+ * why not (NULL when it does; owned by the plan), graph launches so far and
+ * captures made. */
+void tji_plan_graph_stats(const tji_plan *plan, bool *captured, const char **why_not,
+                          int64_t *launches, int *captures);
 
 /* The memory plan as text: one line per buffer (offset, bytes, live range,
  * the values it holds), the arena sizes, and peak against the sum. */

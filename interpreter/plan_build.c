@@ -44,6 +44,7 @@ bool tji_plan_matches(const tji_plan *plan, tj_tensor *const *in) {
 
 void tji_plan_free(tji_plan *plan) {
     if (!plan) return;
+    tji_plan_graph_free(plan);
     tji_plan_free_frames(plan);
     for (int s = 0; plan->steps && s < plan->n_steps; s++) tjc_free(plan->steps[s].meta);
     tjc_free(plan->sig);

@@ -1,5 +1,5 @@
 /* plan_print.c — a plan's memory as text (`tjit dump MODEL --plan`), and the
- * figures of tj_program_plan_stats. */
+ * figures of tj_program_plan_stats (the CUDA graph's among them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +121,11 @@ static void fill_stats(const tj_program *p, tj_plan_stats *out) {
     out->intermediate_bytes = P->intermediate_bytes;
     out->peak_live_bytes = P->peak_live_bytes;
     out->output_bytes = P->external_bytes;
+    if (p->opts.cuda_graph)
+        tji_plan_graph_stats(P, &out->cuda_graph, &out->cuda_graph_error, &out->cuda_graph_launches,
+                             &out->cuda_graph_captures);
+    else
+        out->cuda_graph_error = "not asked for (tj_compile_options.cuda_graph is off)";
 }
 
 tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out) {
@@ -146,6 +151,15 @@ static void put_program(tji_text *t, const tj_program *p, const char *title) {
     char *s = tji_plan_to_string(p->plans[0], p->graph);
     tji_put(t, "%s", s ? s : "(out of memory)\n");
     tjc_free(s);
+    if (p->opts.cuda_graph) {
+        tj_plan_stats st;
+        fill_stats(p, &st);
+        if (st.cuda_graph)
+            tji_put(t, "cuda graph: captured %d time(s), %lld launch(es)\n", st.cuda_graph_captures,
+                    (long long)st.cuda_graph_launches);
+        else
+            tji_put(t, "cuda graph: replay runs the plan (%s)\n", st.cuda_graph_error);
+    }
 }
 
 char *tj_program_plan_to_string(const tj_program *p) {

@@ -29,7 +29,7 @@ struct tji_frame {
     tjc_call *calls;          /* by step */
 };
 
-static void frame_free(const tji_plan *P, tji_frame *F) {
+void tji_frame_free(const tji_plan *P, tji_frame *F) {
     if (!F) return;
     for (int a = 0; a < P->n_arenas; a++)
         if (F->arena[a]) tjc_storage_release(F->arena[a]);
@@ -44,7 +44,7 @@ static void frame_free(const tji_plan *P, tji_frame *F) {
 
 static void *array(size_t n, size_t size) { return tjc_calloc(n ? n : 1, size); }
 
-static tji_frame *frame_new(const tji_plan *P) {
+tji_frame *tji_frame_new(const tji_plan *P) {
     tji_frame *F = tjc_calloc(1, sizeof *F);
     if (!F) return tjc_error(TJ_ERR_MEMORY, "replay: out of memory for a frame"), NULL;
     F->tensors = array((size_t)P->n_slots, sizeof(tj_tensor));
@@ -54,12 +54,12 @@ static tji_frame *frame_new(const tji_plan *P) {
     F->out_ptrs = array((size_t)P->n_out_slots, sizeof(tj_tensor *));
     F->calls = array((size_t)P->n_steps, sizeof(tjc_call));
     if (!F->tensors || !F->storages || !F->external || !F->in_ptrs || !F->out_ptrs || !F->calls) {
-        frame_free(P, F);
+        tji_frame_free(P, F);
         return tjc_error(TJ_ERR_MEMORY, "replay: out of memory for a frame"), NULL;
     }
     for (int a = 0; a < P->n_arenas; a++)
         if (!(F->arena[a] = tjc_storage_new_on(P->arena_device[a], (size_t)P->arena_bytes[a]))) {
-            frame_free(P, F);
+            tji_frame_free(P, F);
             return tjc_error(TJ_ERR_MEMORY, "replay: out of memory for an arena of %lld bytes",
                              (long long)P->arena_bytes[a]), NULL;
         }
@@ -105,7 +105,7 @@ static tji_frame *take_frame(tji_plan *P) {
     F = P->free_frames;
     if (F) P->free_frames = F->next;
     pthread_mutex_unlock(&P->lock);
-    return F ? F : frame_new(P);
+    return F ? F : tji_frame_new(P);
 }
 
 static void give_frame(tji_plan *P, tji_frame *F) {
@@ -120,11 +120,11 @@ static void give_frame(tji_plan *P, tji_frame *F) {
 }
 
 void tji_plan_free_frames(tji_plan *P) {
-    frame_free(P, atomic_exchange(&P->spare, NULL));
+    tji_frame_free(P, atomic_exchange(&P->spare, NULL));
     while (P->free_frames) {
         tji_frame *F = P->free_frames;
         P->free_frames = F->next;
-        frame_free(P, F);
+        tji_frame_free(P, F);
     }
 }
 
@@ -207,16 +207,49 @@ static tj_status run_steps_ready(const tji_plan *P, tji_frame *F, tj_tensor *con
     return st;
 }
 
+void tji_frame_bind_inputs(const tji_plan *P, tji_frame *F, tj_tensor *const *in) {
+    for (int i = 0; i < P->n_input_bound; i++) {
+        int s = P->input_bound[i];
+        const tj_tensor *src = in ? in[P->slots[s].index] : NULL;
+        F->tensors[s].storage = src ? src->storage : NULL;
+        F->tensors[s].offset = (src ? src->offset : 0) + P->slots[s].offset;
+    }
+}
+
+void tji_frame_bind_externals(const tji_plan *P, tji_frame *F, tjc_storage *const *by_buffer) {
+    for (int i = 0; i < P->n_external_bound; i++) {
+        int s = P->external_bound[i];
+        F->tensors[s].storage = by_buffer[P->slots[s].index];
+    }
+}
+
+tj_status tji_frame_run(const tji_plan *P, tji_frame *F) {
+    tjc_op_enter();
+    tj_status st = run_steps(P, F);
+    tjc_op_leave();
+    return st;
+}
+
+tj_status tji_frame_hand_out(const tji_plan *P, tji_frame *F, tj_tensor *const *in,
+                             tj_tensor **outputs) {
+    const tji_code *code = P->code;
+    tj_status st = TJ_OK;
+    for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
+    for (int i = 0; i < code->n_outputs && !st; i++)
+        if (P->output_slot[i] >= 0) st = hand_out(P, F, i, in, outputs);
+    if (st)
+        for (int i = 0; i < code->n_outputs; i++) {
+            tj_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+    return st;
+}
+
 tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **outputs,
                            const tji_ready *ready) {
     tji_frame *F = take_frame(P);
     if (!F) return tj_last_status();
-    for (int i = 0; i < P->n_input_bound; i++) {
-        int s = P->input_bound[i];
-        const tj_tensor *src = in[P->slots[s].index];
-        F->tensors[s].storage = src->storage;
-        F->tensors[s].offset = src->offset + P->slots[s].offset;
-    }
+    tji_frame_bind_inputs(P, F, in);
     const tji_code *code = P->code;
     for (int i = 0; i < code->n_outputs; i++) outputs[i] = NULL;
     tj_status st = TJ_OK;
@@ -227,22 +260,22 @@ tj_status tji_plan_execute(tji_plan *P, tj_tensor *const *in, tj_tensor **output
             st = tjc_error(TJ_ERR_MEMORY, "replay: out of memory for an output of %lld bytes",
                            (long long)P->buffers[b].bytes);
     }
-    for (int i = 0; i < P->n_external_bound && !st; i++) {
-        int s = P->external_bound[i];
-        F->tensors[s].storage = F->external[P->slots[s].index];
+    if (!st) tji_frame_bind_externals(P, F, F->external);
+    if (!st && ready) {
+        tjc_op_enter();
+        st = run_steps_ready(P, F, in, outputs, ready);
+        tjc_op_leave();
+        if (st)
+            for (int i = 0; i < code->n_outputs; i++) {
+                tj_release(outputs[i]);
+                outputs[i] = NULL;
+            }
+    } else if (!st) {
+        st = tji_frame_run(P, F);
+        if (!st) st = tji_frame_hand_out(P, F, in, outputs);
     }
-    tjc_op_enter();
-    if (!st) st = ready ? run_steps_ready(P, F, in, outputs, ready) : run_steps(P, F);
-    tjc_op_leave();
-    for (int i = 0; i < code->n_outputs && !st && !ready; i++)
-        if (P->output_slot[i] >= 0) st = hand_out(P, F, i, in, outputs);
-    if (st)
-        for (int i = 0; i < code->n_outputs; i++) {
-            tj_release(outputs[i]);
-            outputs[i] = NULL;
-        }
     drop_externals(P, F);
-    for (int i = 0; i < P->n_input_bound; i++) F->tensors[P->input_bound[i]].storage = NULL;
+    tji_frame_bind_inputs(P, F, NULL);
     give_frame(P, F);
     return st;
 }

@@ -261,8 +261,11 @@ static tj_status run(const tj_program *p, tj_tensor *const *inputs, tj_tensor **
         for (int k = 0; !plan && k < p->n_user && !st; k++) st = check_input(p, k, inputs[k]);
         bool profiling = tji_profiling(&p->code);
         if (!st && !plan && !profiling) plan = plan_for(p, in);
-        if (!st)
-            st = plan && !profiling ? tji_plan_execute(plan, in, all, ready) : run_dynamic(p, in, all, ready);
+        if (!st && plan && !profiling)
+            st = p->opts.cuda_graph ? tji_plan_execute_graph(plan, in, p->bound, all, ready)
+                                    : tji_plan_execute(plan, in, all, ready);
+        else if (!st)
+            st = run_dynamic(p, in, all, ready);
         if (st == TJ_OK && to_scope && !tjc_scope_reserve(n_user_out)) { /* the tape is left as it was */
             st = TJ_ERR_MEMORY;
             for (int i = 0; i < n_all; i++) {

@@ -81,6 +81,13 @@ tj_status tjcu_copy_d2d(tj_device dev, void *dst, const void *src, size_t bytes)
 tj_status tjcu_copy_to_host(tj_device dev, void *dst, const void *src, size_t bytes);
 tj_status tjcu_copy_from_host(tj_device dev, void *dst, const void *src, size_t bytes);
 
+/* What the calling process has launched on dev: kernels queued directly
+ * (a launch recorded into a graph is not one), and graph launches. */
+typedef struct tjcu_launch_counts {
+    uint64_t kernels, graphs;
+} tjcu_launch_counts;
+tjcu_launch_counts tjcu_get_launch_counts(tj_device dev);
+
 /* ---- libraries -------------------------------------------------------------------- */
 
 /* True on a real GPU, where cuBLAS and cuDNN serve matmul and conv; on the

@@ -1,6 +1,7 @@
 /* device.c — the TJ_CUDA device backend: the driver in use, per-device state
- * (a caching allocator), one stream per device per thread, copies, and the
- * kernel table it registers with core/. Launching lives in launch.c. */
+ * (a caching allocator, launch counts), one stream per device per thread
+ * (and the graph it captures, if any), copies, and the kernel table it
+ * registers with core/. Launching lives in launch.c, graphs in graph.c. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 typedef struct device_state {
     tjcu_allocator *_Atomic alloc; /* made on first use */
+    atomic_uint_fast64_t kernel_launches, graph_launches;
 } device_state;
 
 static struct {
@@ -30,6 +32,7 @@ static struct {
 typedef struct thread_streams {
     void *stream[TJCU_MAX_DEVICES];
     const char *last_kernel[TJCU_MAX_DEVICES];
+    tjcu_graph *capturing[TJCU_MAX_DEVICES]; /* the graph this thread records on the stream */
 } thread_streams;
 static _Thread_local thread_streams *my_streams;
 
@@ -83,7 +86,31 @@ void *tjcu_stream(tj_device dev) {
 }
 
 void tjcu_note_launch(tj_device dev, const char *kernel) {
-    if (my_streams) my_streams->last_kernel[dev.index] = kernel;
+    if (!my_streams) return;
+    my_streams->last_kernel[dev.index] = kernel;
+    if (!my_streams->capturing[dev.index])
+        atomic_fetch_add_explicit(&S.dev[dev.index].kernel_launches, 1, memory_order_relaxed);
+}
+
+void tjcu_note_graph_launch(tj_device dev) {
+    if (my_streams) my_streams->last_kernel[dev.index] = "a captured graph";
+    atomic_fetch_add_explicit(&S.dev[dev.index].graph_launches, 1, memory_order_relaxed);
+}
+
+tjcu_launch_counts tjcu_get_launch_counts(tj_device dev) {
+    if (tjcu_check_device("tjcu_get_launch_counts", dev)) return (tjcu_launch_counts){0, 0};
+    return (tjcu_launch_counts){atomic_load(&S.dev[dev.index].kernel_launches),
+                                atomic_load(&S.dev[dev.index].graph_launches)};
+}
+
+tjcu_graph *tjcu_capturing(tj_device dev) {
+    return my_streams ? my_streams->capturing[dev.index] : NULL;
+}
+
+tj_status tjcu_set_capturing(tj_device dev, tjcu_graph *g) {
+    if (!tjcu_stream(dev)) return tj_last_status(); /* makes my_streams */
+    my_streams->capturing[dev.index] = g;
+    return TJ_OK;
 }
 
 static tj_status sync_stream(tj_device dev) {
@@ -140,10 +167,15 @@ void *tjcu_malloc(tj_device dev, size_t bytes) {
     return p;
 }
 
+void tjcu_release_block(tj_device dev, void *ptr) {
+    if (ptr) tjcu_allocator_release(S.dev[dev.index].alloc, ptr);
+}
+
 void tjcu_free(tj_device dev, void *ptr) {
     if (!ptr) return;
-    device_state *ds = &S.dev[dev.index];
-    tjcu_allocator_release(ds->alloc, ptr);
+    tjcu_graph *g = tjcu_capturing(dev);
+    if (g) tjcu_graph_keep(g, ptr);
+    else tjcu_release_block(dev, ptr);
 }
 
 static void *backend_alloc(int index, size_t nbytes) {
@@ -238,6 +270,12 @@ void tjcu_register(void) {
         .synchronize = synchronize,
         .memory_stats = memory_stats,
         .empty_cache = empty_cache,
+        .capture_begin = tjcu_graph_capture_begin,
+        .capture_end = tjcu_graph_capture_end,
+        .graph_acquire = tjcu_graph_acquire,
+        .graph_launch = tjcu_graph_launch,
+        .graph_release = tjcu_graph_release,
+        .graph_free = tjcu_graph_free,
     };
 #define REGISTER_FAMILY(f) tjcu_register_##f(cuda.kernels);
     TJCU_FAMILIES(REGISTER_FAMILY)

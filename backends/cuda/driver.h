@@ -63,6 +63,20 @@ typedef struct tjcu_driver {
     /* Makes device current on the calling thread, for libraries that take
      * the device from there (NCCL). */
     tj_status (*make_current)(int device);
+    /* Stream capture: between capture_begin and capture_end, the work queued
+     * on stream (launches, device-to-device copies, memsets) is recorded
+     * into a graph instead of run; capture_end turns it into an executable
+     * graph, which graph_launch runs on any stream of the device as one
+     * launch and graph_free destroys. Work that cannot be recorded (a copy
+     * with a host side, waiting for the stream, events) fails while the
+     * stream captures and spoils the capture: capture_end then fails too
+     * (and always ends the capture). The real driver captures in relaxed
+     * mode (driver_cuda.c says why); the harness records the launches with
+     * a copy of their argument blocks and replays them in order. */
+    tj_status (*capture_begin)(int device, void *stream);
+    tj_status (*capture_end)(int device, void *stream, void **graph);
+    tj_status (*graph_launch)(int device, void *graph, void *stream);
+    void (*graph_free)(int device, void *graph);
     /* cuBLAS and cuDNN can be used on this driver's devices */
     bool has_libraries;
 } tjcu_driver;

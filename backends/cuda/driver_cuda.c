@@ -42,6 +42,12 @@
     X(cuEventRecord, (CUevent, CUstream))                                                        \
     X(cuEventQuery, (CUevent))                                                                   \
     X(cuStreamWaitEvent, (CUstream, CUevent, unsigned))                                          \
+    X(cuStreamBeginCapture_v2, (CUstream, CUstreamCaptureMode))                                  \
+    X(cuStreamEndCapture, (CUstream, CUgraph *))                                                 \
+    X(cuGraphInstantiateWithFlags, (CUgraphExec *, CUgraph, unsigned long long))                 \
+    X(cuGraphLaunch, (CUgraphExec, CUstream))                                                    \
+    X(cuGraphExecDestroy, (CUgraphExec))                                                         \
+    X(cuGraphDestroy, (CUgraph))                                                                 \
     X(cuGetErrorString, (CUresult, const char **))                                               \
     X(cuGetErrorName, (CUresult, const char **))
 
@@ -251,6 +257,45 @@ static tj_status stream_wait_event(int device, void *stream, void *event) {
     return st ? st : CU(cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
 }
 
+/* Relaxed capture mode. The captured region is the plan's kernels on the
+ * capturing thread's own stream; the modes differ only in which other CUDA
+ * calls they forbid while it runs. GLOBAL would make every other thread's
+ * cuMemAlloc (another program's replay, a tensor allocated meanwhile) fail
+ * and spoil this capture; THREAD_LOCAL still forbids them on the capturing
+ * thread, where the caching allocator may have to take a new segment for a
+ * kernel's scratch memory (the graph keeps that memory; backends/cuda/device.c).
+ * Neither call touches the captured stream, so nothing is lost by allowing
+ * them; what does conflict with the capture (a synchronisation, a host copy
+ * on the stream) still fails in relaxed mode. */
+static tj_status capture_begin(int device, void *stream) {
+    CUresult r;
+    tj_status st = use(device);
+    return st ? st : CU(cuStreamBeginCapture_v2, ((CUstream)stream, CU_STREAM_CAPTURE_MODE_RELAXED));
+}
+
+static tj_status capture_end(int device, void *stream, void **graph) {
+    CUresult r;
+    CUgraph g = NULL;
+    CUgraphExec exec = NULL;
+    *graph = NULL;
+    tj_status st = use(device);
+    if (!st) st = CU(cuStreamEndCapture, ((CUstream)stream, &g)); /* ends even a spoiled capture */
+    if (!st) st = CU(cuGraphInstantiateWithFlags, (&exec, g, 0));
+    if (g) p_cuGraphDestroy(g); /* the executable graph is a copy */
+    if (!st) *graph = exec;
+    return st;
+}
+
+static tj_status graph_launch(int device, void *graph, void *stream) {
+    CUresult r;
+    tj_status st = use(device);
+    return st ? st : CU(cuGraphLaunch, ((CUgraphExec)graph, (CUstream)stream));
+}
+
+static void graph_free(int device, void *graph) {
+    if (graph && use(device) == TJ_OK) p_cuGraphExecDestroy((CUgraphExec)graph);
+}
+
 const tjcu_driver *tjcu_cuda_driver(void) {
     static const tjcu_driver driver = {
         .name = "cuda", .device_count = device_count, .arch = arch, .sm_count = sm_count,
@@ -259,7 +304,9 @@ const tjcu_driver *tjcu_cuda_driver(void) {
         .memset = memset_d8, .module_load = module_load, .module_unload = module_unload,
         .function = function, .launch = launch, .event_new = event_new,
         .event_free = event_free, .event_record = event_record, .event_query = event_query,
-        .stream_wait_event = stream_wait_event, .make_current = use, .has_libraries = true,
+        .stream_wait_event = stream_wait_event, .make_current = use,
+        .capture_begin = capture_begin, .capture_end = capture_end, .graph_launch = graph_launch,
+        .graph_free = graph_free, .has_libraries = true,
     };
     pthread_once(&D.once, load);
     if (D.n_devices == 0) {

@@ -39,6 +39,10 @@ void tjh_module_unload(tjh_module *m);
 /* The kernel exported by TJCU_EXPORT(kernel); owned by the module. */
 tj_status tjh_get_function(tjh_module *m, const char *kernel, tjh_function **out);
 const char *tjh_function_name(const tjh_function *f);
+/* The kernel's parameters: returns their count and points *sizes at the bytes
+ * of each (the first TJH_MAX_PARAMS; a kernel with more cannot be captured). */
+#define TJH_MAX_PARAMS 64
+int tjh_function_params(const tjh_function *f, const size_t **sizes);
 
 /* Runs the grid to completion. args is CUDA's kernelParams: one pointer to
  * each parameter's value. Limits as a device's: at most 1024 threads a block

@@ -51,6 +51,8 @@ struct tjh_function {
     tjh_function *next;
     tjh_module *module;
     tjcu_entry entry;
+    int n_params;
+    size_t param_size[TJH_MAX_PARAMS]; /* bytes of each parameter, for copying a launch's arguments */
     char kernel[];
 };
 
@@ -413,7 +415,10 @@ tj_status tjh_get_function(tjh_module *m, const char *kernel, tjh_function **out
         char symbol[300];
         snprintf(symbol, sizeof symbol, "tjh_entry_%s", kernel);
         void *entry = strlen(kernel) < 256 ? dlsym(m->dl, symbol) : NULL;
-        if (!entry) {
+        snprintf(symbol, sizeof symbol, "tjh_params_%s", kernel);
+        int (*params)(size_t *, int) = NULL;
+        if (entry) *(void **)&params = dlsym(m->dl, symbol);
+        if (!entry || !params) {
             s = tjc_error(TJ_ERR_ARG, "tjh_get_function: module %s has no kernel %s (is TJCU_EXPORT(%s) "
                           "missing?)", m->name, kernel, kernel);
         } else if (!(f = tjc_calloc(1, sizeof *f + strlen(kernel) + 1))) {
@@ -421,6 +426,7 @@ tj_status tjh_get_function(tjh_module *m, const char *kernel, tjh_function **out
         } else {
             strcpy(f->kernel, kernel);
             f->module = m;
+            f->n_params = params(f->param_size, TJH_MAX_PARAMS);
             *(void **)&f->entry = entry;
             f->next = m->functions;
             m->functions = f;
@@ -433,6 +439,10 @@ tj_status tjh_get_function(tjh_module *m, const char *kernel, tjh_function **out
 
 const char *tjh_function_name(const tjh_function *f) { return f ? f->kernel : NULL; }
 const char *tjh_function_kernel(const tjh_function *f) { return f->kernel; }
+int tjh_function_params(const tjh_function *f, const size_t **sizes) {
+    *sizes = f->param_size;
+    return f->n_params;
+}
 tjcu_entry tjh_function_entry(const tjh_function *f) { return f->entry; }
 
 tjh_stats tjh_get_stats(void) {

@@ -74,9 +74,13 @@ typedef struct tj_compile_options {
      * plan (docs/architecture.md). For comparison and debugging: off by
      * default. */
     bool dynamic_replay;
-    /* A program on CUDA inputs of fixed sizes is captured as one CUDA graph
-     * at its first replay and then replayed with a single graph launch
-     * (docs/cuda.md, "Replay as a CUDA graph"). Off by default. */
+    /* Replay as one CUDA graph (docs/cuda.md, "Replay as a CUDA graph"): a
+     * planned input signature whose inputs are all on one CUDA device runs
+     * plainly at its first replay, is captured at its second, and from then
+     * on replays as one graph launch, inputs copied into the graph's buffers
+     * and outputs copied out of them. Parameters are read in place. Off by
+     * default: an explicit choice, since it costs the copies and a graph's
+     * memory per signature, and suits programs replayed many times. */
     bool cuda_graph;
 } tj_compile_options;
 
@@ -108,6 +112,13 @@ typedef struct tj_plan_stats {
     /* a program with gradients: its backward program's arena and intermediates */
     int64_t backward_arena_bytes, backward_intermediate_bytes;
     const char *plan_error;     /* owned by the program; NULL when planned */
+    /* compiled with cuda_graph: whether replay launches a captured graph now,
+     * and why not (NULL when it does; owned by the program); graph launches
+     * and captures so far */
+    bool cuda_graph;
+    const char *cuda_graph_error;
+    int64_t cuda_graph_launches;
+    int cuda_graph_captures;
 } tj_plan_stats;
 tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out);
 /* The memory plan as text (with the backward program's, when there is one):

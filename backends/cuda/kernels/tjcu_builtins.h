@@ -85,7 +85,7 @@ typedef unsigned long uintptr_t;
 
 /* ======================= the runner's binary interface (C) ============== */
 /* Bump TJCU_ABI_VERSION when anything in this section changes meaning. */
-#define TJCU_ABI_VERSION 1
+#define TJCU_ABI_VERSION 2
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -138,6 +138,8 @@ typedef struct tjcu_runtime {
 } tjcu_runtime;
 
 /* What TJCU_EXPORT defines, and what a host-compiled module exports besides:
+ *   void tjh_entry_K(tjcu_thread *, void **args)   runs kernel K's thread
+ *   int tjh_params_K(size_t *sizes, int cap)       K's parameter sizes; returns their count
  *   int tjh_bind(const tjcu_runtime *rt)   sets the module's runtime; returns its ABI */
 typedef void (*tjcu_entry)(tjcu_thread *t, void **args);
 typedef int (*tjcu_bind_fn)(const tjcu_runtime *rt);
@@ -201,6 +203,14 @@ static inline void invoke_(void (*f)(A...), void **args, std::index_sequence<I..
 template <class... A> static inline void invoke(void (*f)(A...), void **args) {
     invoke_(f, args, std::index_sequence_for<A...>{});
 }
+/* The bytes of each parameter of f (the first cap of them); returns how many
+ * there are. Graph capture copies a launch's argument block with it. */
+template <class... A> static inline int param_sizes(void (*)(A...), std::size_t *sizes, int cap) {
+    const std::size_t s[] = {sizeof(typename std::remove_cv<A>::type)..., 0};
+    int n = (int)sizeof...(A);
+    for (int i = 0; i < n && i < cap; i++) sizes[i] = s[i];
+    return n;
+}
 } // namespace tjcu
 
 extern "C" __attribute__((visibility("default"))) int tjh_bind(const tjcu_runtime *r) {
@@ -213,6 +223,10 @@ extern "C" __attribute__((visibility("default"))) int tjh_bind(const tjcu_runtim
                                                                              void **args) {      \
         tjcu::cur = t;                                                                           \
         tjcu::invoke(kernel, args);                                                              \
+    }                                                                                            \
+    extern "C" __attribute__((visibility("default"))) int tjh_params_##kernel(std::size_t *sizes, \
+                                                                             int cap) {          \
+        return tjcu::param_sizes(kernel, sizes, cap);                                            \
     }
 #define TJCU_DYNAMIC_SHARED(type, name) type *name = static_cast<type *>(tjcu::cur->dynamic_shared)
 
