@@ -42,8 +42,11 @@
 extern char **environ;
 
 #define KEY_VERSION "tjh module v1"
+/* -ffp-contract=off: no FMA contraction whatever the compiler's default for
+ * its target, as NVRTC's --fmad=false and the CPU's kernels */
 static const char *const cxx_flags[] = {"-std=c++17", "-O2", "-fPIC", "-shared", "-fno-exceptions",
-                                        "-fno-rtti", "-fno-math-errno", "-fvisibility=hidden"};
+                                        "-fno-rtti", "-fno-math-errno", "-ffp-contract=off",
+                                        "-fvisibility=hidden"};
 #define N_FLAGS (sizeof cxx_flags / sizeof *cxx_flags)
 #define MAX_CXX_WORDS 16
 
