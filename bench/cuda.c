@@ -266,7 +266,10 @@ static void model_rows(void) {
         model_ctx k = {0};
         tj_tensor *host[8], *ps[64];
         m->make_inputs(params, gen, host);
+        /* every tensor the model owns, as module.to(device): the parameters and the
+         * buffers (the cnn's batch_norm running statistics) */
         int np = m->parameters(params, ps, 64);
+        if (m->buffers) np += m->buffers(params, ps + np, 64 - np);
         for (int j = 0; j < np; j++) tj_move_to_device(ps[j], DEV);
         for (int j = 0; j < m->n_in; j++) k.in[j] = tj_to_device(host[j], DEV);
         tj_graph *g = tj_trace(m->forward, params, k.in, m->n_in, m->n_out, NULL);
