@@ -112,9 +112,14 @@ build-gpu: deps
 test-gpu: build-gpu
 	cd $(GPU_DIR) && ctest -L gpu --output-on-failure
 
+# bench_cuda's table beside cuBLAS/cuDNN and PyTorch's rows for it, then issue 22's
+# table (bench/gpu_report.py: tjit unfused/fused/CUDA graph beside PyTorch eager and
+# torch.compile, ratios and the targets' verdicts); GPU_BUDGET: timed seconds per row
+GPU_BUDGET ?= 0.5
 bench-gpu: build-gpu
 	$(GPU_DIR)/bench_cuda
 	-python3 bench/torch_cuda.py
+	python3 bench/gpu_report.py --bench $(GPU_DIR)/bench_cuda --budget $(GPU_BUDGET)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(GPU_DIR)

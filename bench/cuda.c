@@ -5,7 +5,11 @@
  * softmax [4096, 4096] against the device's copy bandwidth, and the example
  * models' forward replay. bench/torch_cuda.py prints PyTorch's CUDA rows for
  * the same workloads. Medians of timed repetitions, each closed by a
- * synchronisation. Without a GPU it says so and exits 0. */
+ * synchronisation. Then issue 22's workloads (bench/gpu/workloads.h) in tjit's
+ * three variants; --json prints only those, as JSON lines for
+ * bench/gpu_report.py, which joins them with PyTorch's. Without a GPU it says
+ * so and exits 0; --smoke runs those workloads at tiny sizes, on the host
+ * harness too (ctest's bench_cuda_smoke). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +23,7 @@
 #include <cublas_v2.h>
 #include <cudnn.h>
 #include "backends/cuda/cuda.h"
+#include "bench/gpu/workloads.h"
 #include "core/core.h"
 
 static const tj_device DEV = {TJ_CUDA, 0};
@@ -266,7 +271,10 @@ static void model_rows(void) {
         model_ctx k = {0};
         tj_tensor *host[8], *ps[64];
         m->make_inputs(params, gen, host);
+        /* every tensor the model owns, as module.to(device): the parameters and the
+         * buffers (the cnn's batch_norm running statistics) */
         int np = m->parameters(params, ps, 64);
+        if (m->buffers) np += m->buffers(params, ps + np, 64 - np);
         for (int j = 0; j < np; j++) tj_move_to_device(ps[j], DEV);
         for (int j = 0; j < m->n_in; j++) k.in[j] = tj_to_device(host[j], DEV);
         tj_graph *g = tj_trace(m->forward, params, k.in, m->n_in, m->n_out, NULL);
@@ -280,26 +288,55 @@ static void model_rows(void) {
     }
 }
 
-int main(void) {
-    if (!tj_cuda_is_available() || !tjcu_has_libraries(DEV)) {
-        printf("bench_cuda: no GPU: %s\n", tj_last_error()[0] ? tj_last_error() : "the host harness is "
-               "no place to time a GPU");
+static int usage(void) {
+    fprintf(stderr, "usage: bench_cuda [--json] [--smoke] [--budget SECONDS]\n"
+                    "  --json    issue 22's workloads only, as JSON lines (bench/gpu_report.py)\n"
+                    "  --smoke   those workloads at tiny sizes, also on the host harness\n"
+                    "  --budget  timed seconds per workload and variant (default 1)\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    bg_config cfg = {.budget = 1.0};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) cfg.json = true;
+        else if (!strcmp(argv[i], "--smoke")) cfg.smoke = true;
+        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) cfg.budget = atof(argv[++i]);
+        else return usage();
+    }
+    if (cfg.smoke) cfg.budget = 0.001;
+    if (!(cfg.budget > 0)) return usage();
+    /* the harness runs the workloads' code (--smoke), but times nothing */
+    bool usable = tj_cuda_is_available() && (cfg.smoke || tjcu_has_libraries(DEV));
+    if (!usable) {
+        char why[300];
+        snprintf(why, sizeof why, "%s", tj_last_error()[0] ? tj_last_error()
+                 : "the host harness is no place to time a GPU");
+        for (char *c = why; *c; c++)
+            if (*c == '"' || *c == '\\' || *c == '\n') *c = ' ';
+        if (cfg.json) printf("{\"kind\": \"error\", \"error\": \"no GPU: %s\"}\n", why);
+        else printf("bench_cuda: no GPU: %s\n", why);
         return 0;
     }
-    tj_scope_begin();
-    printf("| workload (cuda:0) | tjit | the library called directly |\n|---|---|---|\n");
-    overhead_rows();
-    gemm_rows();
-    conv_rows();
-    softmax_rows();
-    model_rows();
-    tj_scope_end();
+    if (!cfg.json && !cfg.smoke) {
+        tj_scope_begin();
+        printf("| workload (cuda:0) | tjit | the library called directly |\n|---|---|---|\n");
+        overhead_rows();
+        gemm_rows();
+        conv_rows();
+        softmax_rows();
+        model_rows();
+        tj_scope_end();
+    }
+    bg_run_all(&cfg);
     return 0;
 }
 #pragma GCC diagnostic pop
 #else
-int main(void) {
-    printf("bench_cuda: this build has no CUDA backend (configure with -DTJIT_CUDA=ON)\n");
+int main(int argc, char **argv) {
+    bool json = argc > 1 && !strcmp(argv[1], "--json");
+    if (json) printf("{\"kind\": \"error\", \"error\": \"no GPU: this build has no CUDA backend\"}\n");
+    else printf("bench_cuda: no GPU: this build has no CUDA backend (configure with -DTJIT_CUDA=ON)\n");
     return 0;
 }
 #endif

@@ -15,8 +15,9 @@ from torch import nn
 # ---- models: the same math as the C models in examples/models/ ----------------------
 
 class Params(nn.Module):
-    """Holds named weights loaded from param_<name>.npy; dots in names become
-    nested modules so that 'fc1.weight' is self.fc1.weight."""
+    """Holds named weights (numpy arrays loaded from param_<name>.npy, or
+    tensors); dots in names become nested modules so that 'fc1.weight' is
+    self.fc1.weight."""
 
     def __init__(self, weights):
         super().__init__()
@@ -27,7 +28,8 @@ class Params(nn.Module):
                 if not hasattr(owner, part):
                     owner.add_module(part, nn.Module())
                 owner = getattr(owner, part)
-            owner.register_parameter(leaf, nn.Parameter(torch.from_numpy(value.copy())))
+            data = value.clone() if torch.is_tensor(value) else torch.from_numpy(value.copy())
+            owner.register_parameter(leaf, nn.Parameter(data))
 
 
 class LSTMCell(Params):

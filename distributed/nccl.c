@@ -554,7 +554,12 @@ tj_status tjd_nccl_open(tjd_backend **out, double timeout_s) {
     b->finalize = nccl_finalize;
     b->check_tensor = nccl_check_tensor;
     b->prepare = nccl_prepare;
-    b->native_avg = true;
+    /* In a world of one, avg is the value itself and goes to NCCL as a sum,
+     * which NCCL copies. As ncclAvg NCCL runs its one-rank kernel, which
+     * before 2.29.7 (NVIDIA/nccl issue 1950) splits the count over up to 32
+     * blocks rounding down and leaves the last count % blocks elements of an
+     * out-of-place result unwritten: reduce_scatter avg of 2^20 + 3 f32. */
+    b->native_avg = world > 1;
     b->impl = s;
     *out = b;
     return TJ_OK;

@@ -135,6 +135,27 @@ static void test_cubin(void **state) {
     assert_null(image);
 }
 
+/* No FMA contraction: a * b + c stays a rounded product and a rounded sum,
+ * as on the CPU (in f32 and f64), and the cubin cache's key names the option. */
+static void test_no_fma_contraction(void **state) {
+    (void)state;
+    const char *src = "#include \"tjcu_builtins.h\"\n"
+                      "extern \"C\" __global__ void muladd(float *y, const float *a, float b, float c,\n"
+                      "                                     double *z, const double *d, double e) {\n"
+                      "    y[threadIdx.x] = a[threadIdx.x] * b + c;\n"
+                      "    z[threadIdx.x] = z[threadIdx.x] - d[threadIdx.x] * e;\n"
+                      "}\n";
+    char *ptx = NULL;
+    size_t size = 0;
+    if (tjcu_nvrtc_compile("muladd.cu", src, "sm_90", false, &ptx, &size) != TJ_OK)
+        fail_msg("%s", tj_last_error());
+    if (strstr(ptx, "fma.") || !strstr(ptx, "mul.rn.f32") || !strstr(ptx, "add.rn.f32") ||
+        !strstr(ptx, "mul.rn.f64") || !strstr(ptx, "sub.rn.f64"))
+        fail_msg("NVRTC contracted a * b + c (or rounded it otherwise):\n%s", ptx);
+    free(ptx);
+    assert_non_null(strstr(tjcu_nvrtc_options(), "--fmad=false"));
+}
+
 static void test_compile_error_has_the_log(void **state) {
     (void)state;
     char *image = NULL;
@@ -153,6 +174,7 @@ int main(void) {
         cmocka_unit_test(test_every_source_compiles_and_assembles),
         cmocka_unit_test(test_providers_join_the_walk),
         cmocka_unit_test(test_cubin),
+        cmocka_unit_test(test_no_fma_contraction),
         cmocka_unit_test(test_compile_error_has_the_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -42,12 +42,15 @@
 extern char **environ;
 
 #define KEY_VERSION "tjh module v1"
-/* -fno-builtin: a library function is called at run time, never evaluated
- * by the compiler (GCC folds erff(1.0f) with its own correctly rounded
- * arithmetic, which can be an ulp from the library's, so a fused kernel that
- * knows an operand is a bool's 0 or 1 would disagree with the per-op one) */
+/* -ffp-contract=off: no FMA contraction whatever the compiler's default for
+ * its target, as NVRTC's --fmad=false and the CPU's kernels. -fno-builtin: a
+ * library function is called at run time, never evaluated by the compiler
+ * (GCC folds erff(1.0f) with its own correctly rounded arithmetic, which can
+ * be an ulp from the library's, so a fused kernel that knows an operand is a
+ * bool's 0 or 1 would disagree with the per-op one) */
 static const char *const cxx_flags[] = {"-std=c++17", "-O2", "-fPIC", "-shared", "-fno-exceptions",
-                                        "-fno-rtti", "-fno-math-errno", "-fno-builtin",
+                                        "-fno-rtti", "-fno-math-errno", "-ffp-contract=off",
+                                        "-fno-builtin",
                                         "-fvisibility=hidden"};
 #define N_FLAGS (sizeof cxx_flags / sizeof *cxx_flags)
 #define MAX_CXX_WORDS 16

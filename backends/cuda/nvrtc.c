@@ -1,4 +1,5 @@
-/* nvrtc.c — tjcu_nvrtc_compile over NVRTC's C API (nvrtc.h). */
+/* nvrtc.c — tjcu_nvrtc_compile over NVRTC's C API (nvrtc.h), with the
+ * options every tjit kernel is compiled with. */
 #include <nvrtc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +10,29 @@
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/sources.h"
 #include "core/core.h"
+
+/* --fmad=false: NVRTC would otherwise contract a * b + c into one FMA
+ * (rounded once), while the CPU's kernels, compiled in ISO C mode, round the
+ * product and the sum separately; without contraction every kernel computes
+ * what the CPU computes, operation for operation (a - p0 * b, lerp's signed
+ * zeros). Division and sqrt stay IEEE (NVRTC's defaults, --prec-div=true,
+ * --prec-sqrt=true), and denormals are kept (--ftz=false), as on the CPU. */
+static const char *const fixed_options[] = {"-std=c++17", "--fmad=false"};
+#define N_FIXED_OPTIONS (sizeof fixed_options / sizeof fixed_options[0])
+
+static char joined_options[128];
+static void join_options(void) {
+    size_t k = 0;
+    for (size_t i = 0; i < N_FIXED_OPTIONS; i++)
+        k += (size_t)snprintf(joined_options + k, sizeof joined_options - k, "%s%s", i ? " " : "",
+                              fixed_options[i]);
+}
+
+const char *tjcu_nvrtc_options(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, join_options);
+    return joined_options;
+}
 
 static bool valid_arch(const char *arch, bool want_cubin) {
     const char *digits = !strncmp(arch, "sm_", 3) ? arch + 3 : !strncmp(arch, "compute_", 8) ? arch + 8 : NULL;
@@ -58,9 +82,11 @@ tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *a
                          nvrtcGetErrorString(r));
     char arch_opt[64];
     snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
-    const char *opts[] = {"-std=c++17", arch_opt};
+    const char *opts[N_FIXED_OPTIONS + 1];
+    for (size_t i = 0; i < N_FIXED_OPTIONS; i++) opts[i] = fixed_options[i];
+    opts[N_FIXED_OPTIONS] = arch_opt;
     tj_status s = TJ_OK;
-    r = nvrtcCompileProgram(prog, 2, opts);
+    r = nvrtcCompileProgram(prog, (int)N_FIXED_OPTIONS + 1, opts);
     if (r != NVRTC_SUCCESS) {
         char log[800];
         log_head(prog, log, sizeof log);

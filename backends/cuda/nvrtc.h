@@ -1,7 +1,8 @@
 /* nvrtc.h — compiling tjit's CUDA sources with NVRTC, the toolkit's runtime
  * compiler (a library: it needs neither a GPU nor a driver). Every source is
- * compiled with tjcu_builtins.h as an in-memory header, C++17, for one
- * architecture. Prefix tjcu_nvrtc_.
+ * compiled with tjcu_builtins.h as an in-memory header, C++17, without FMA
+ * contraction (--fmad=false: the CPU's rounding, operation for operation),
+ * for one architecture. Prefix tjcu_nvrtc_.
  */
 #ifndef TJIT_CUDA_NVRTC_H
 #define TJIT_CUDA_NVRTC_H
@@ -26,6 +27,10 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
 /* Since the process started: cubins compiled by NVRTC, and read from the
  * disk cache instead. */
 void tjcu_nvrtc_cache_stats(long *built, long *read);
+
+/* The options every source is compiled with besides the architecture,
+ * "-std=c++17 --fmad=false" (part of any cache key for NVRTC's output). */
+const char *tjcu_nvrtc_options(void);
 
 /* NVRTC's version, "13.0" (part of any cache key for its output). */
 const char *tjcu_nvrtc_version(void);

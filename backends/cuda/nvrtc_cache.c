@@ -1,8 +1,9 @@
 /* nvrtc_cache.c — a module's cubin for a GPU: from the disk kernel cache when
  * TJIT_CACHE_DIR names a trusted directory (fuser/disk_cache.h: the same
  * mechanism as the LLVM backend's), else compiled by NVRTC and stored there.
- * The key holds the whole source, the architecture and NVRTC's version, so a
- * second process compiles nothing and a changed toolkit compiles again. */
+ * The key holds the whole source, the architecture, NVRTC's options and its
+ * version, so a second process compiles nothing, and a changed toolkit or a
+ * changed option (--fmad) compiles again. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,11 +36,12 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
     const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
     int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
     if (n_headers > TJCU_MAX_HEADERS) n_headers = TJCU_MAX_HEADERS;
-    size_t n = strlen(source) + strlen(arch) + 64;
+    size_t n = strlen(source) + strlen(arch) + strlen(tjcu_nvrtc_options()) + 64;
     for (int i = 0; i < n_headers; i++) n += strlen(header_names[i]) + strlen(headers[i]) + 2;
     char *key = tjc_malloc(n);
     if (!key) return tjc_error(TJ_ERR_MEMORY, "%s: out of memory", name);
-    size_t k = (size_t)snprintf(key, n, "cubin %s nvrtc %s\n%s", arch, tjcu_nvrtc_version(), source);
+    size_t k = (size_t)snprintf(key, n, "cubin %s nvrtc %s %s\n%s", arch, tjcu_nvrtc_version(),
+                                tjcu_nvrtc_options(), source);
     for (int i = 0; i < n_headers; i++)
         k += (size_t)snprintf(key + k, n - k, "\n%s\n%s", header_names[i], headers[i]);
     char file[64];

@@ -11,7 +11,13 @@
  * read, and on request makes the next enqueue never complete, or the
  * communicator fail once it has completed (an asynchronous error), for the
  * timeout and error paths. A communicator of more
- * than one rank never completes (no peer can join it). */
+ * than one rank never completes (no peer can join it).
+ *
+ * It is NCCL 2.28.9, and does what that version does on a GPU where a
+ * backend could go wrong: a one-rank ncclAvg runs NCCL's oneRankReduce
+ * kernel, whose blocks leave the last elements of the result unwritten (see
+ * one_rank_avg_written), so a backend that hands NCCL avg in a world of one
+ * fails here as it does on a GPU. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +133,18 @@ static size_t dtype_size(int dtype) {
     }
 }
 
+/* How many leading elements NCCL before 2.29.7 writes in a one-rank ncclAvg
+ * (ncclLaunchOneRank, NVIDIA/nccl issue 1950): min(32, bytes / 16 KiB
+ * rounded up) blocks, each over count / blocks elements rounded down, then
+ * up to a 16-byte pack. */
+static size_t one_rank_avg_written(size_t count, size_t elt_size) {
+    size_t blocks = (count * elt_size + (16u << 10) - 1) / (16u << 10);
+    if (blocks > 32) blocks = 32;
+    if (blocks == 0) return 0;
+    size_t pack = 16 / elt_size, per = (count / blocks + pack - 1) / pack * pack;
+    return per * blocks < count ? per * blocks : count;
+}
+
 /* Checks and records one collective, then answers as a non-blocking
  * communicator does. The data moves at once (the harness has no streams). */
 static int collective(comm *c, const char *name, int dtype, int op, int root, size_t count,
@@ -139,7 +157,8 @@ static int collective(comm *c, const char *name, int dtype, int op, int root, si
     s->calls++;
     snprintf(s->last, sizeof s->last, "%s", name);
     s->dtype = dtype, s->op = op, s->root = root, s->count = count;
-    if (dst != src) memmove(dst, src, count * dtype_size(dtype));
+    size_t moved = op == AVG ? one_rank_avg_written(count, dtype_size(dtype)) : count;
+    if (dst != src) memmove(dst, src, moved * dtype_size(dtype));
     if (s->hang_next) s->hang_next = 0, c->hang = 1;
     if (s->fail_next) s->fail_next = 0, c->fail_after = 1;
     c->polls_left = 2;

@@ -2,7 +2,7 @@
  * on the CUDA backend's host harness (TJIT_CUDA_DRIVER=host, two devices)
  * with the tests' stand-in for NCCL (nccl_double.c, TJIT_NCCL_LIBRARY), a
  * world of one. Checks what the backend hands NCCL (dtype and op codes,
- * counts, in-place buffers, nothing for empty tensors, the barrier), that it
+ * avg as a sum in a world of one, counts, in-place buffers, nothing for empty tensors, the barrier), that it
  * polls a non-blocking communicator through creation, every enqueue and
  * finalization, the tensors it refuses, TJIT_DIST_CHECK's comparison staged
  * through device memory, and its failures: an enqueue that never completes
@@ -207,14 +207,16 @@ static int code_of(tj_dtype d) {
 static void collectives_hand_nccl_the_right_codes(void **state) {
     (void)state;
     static const tj_dtype dtypes[] = {TJ_F32, TJ_F64, TJ_I64, TJ_BOOL};
-    static const int64_t lengths[] = {0, 1, 1001};
+    /* 2^17 + 3 elements: the last 3 of a one-rank ncclAvg are never written
+     * (nccl_double.c models NCCL 2.28's kernel) */
+    static const int64_t lengths[] = {0, 1, 1001, (1 << 17) + 3};
     static const int ops[][4] = {/* sum avg max min, by dtype kind */
-                                 {SUM, AVG, MAX, MIN},  /* float */
+                                 {SUM, SUM, MAX, MIN},  /* float: avg of one rank is a sum */
                                  {SUM, -1, MAX, MIN},   /* i64 */
                                  {MAX, -1, MAX, MIN}};  /* bool: or, or, and */
     int checked = 0;
     for (int di = 0; di < 4; di++)
-        for (int li = 0; li < 3; li++) {
+        for (int li = 0; li < 4; li++) {
             tj_dtype d = dtypes[di];
             int64_t n = lengths[li];
             const int *codes = ops[d == TJ_I64 ? 1 : d == TJ_BOOL ? 2 : 0];

@@ -16,6 +16,11 @@ void tt_cuda_count_case(void) { n_cases++; }
 double tt_cuda_rtol(tj_dtype d) { return d == TJ_F32 ? 2e-5 : d == TJ_F64 ? 1e-12 : 0; }
 double tt_cuda_atol(tj_dtype d) { return d == TJ_F32 ? 1e-6 : d == TJ_F64 ? 1e-14 : 0; }
 
+bool tt_cuda_on_gpu(void) {
+    const char *drv = getenv("TJIT_CUDA_DRIVER");
+    return !drv || strcmp(drv, "host") != 0;
+}
+
 int tt_cuda_group_setup(void **state) {
     (void)state;
     return tj_cuda_is_available() ? 0 : -1;
@@ -28,10 +33,9 @@ int tt_cuda_run(const char *name, const struct CMUnitTest *tests, size_t n) {
                tj_last_error()[0] ? tj_last_error() : "none found");
         return 77;
     }
-    const char *drv = getenv("TJIT_CUDA_DRIVER");
     int failed = _cmocka_run_group_tests(base, tests, n, NULL, NULL);
     printf("%s: %ld cases on cuda:0 (%s)\n", base, n_cases,
-           drv && !strcmp(drv, "host") ? "host execution harness" : "GPU");
+           tt_cuda_on_gpu() ? "GPU" : "host execution harness");
     return failed;
 }
 
@@ -108,6 +112,8 @@ void tt_cuda_assert_same_(const char *what, tj_tensor *cpu, tj_tensor *dev, doub
         _fail(file, line);
     }
     tj_dtype d = tj_tensor_dtype(cpu);
+    if (rtol == TT_CUDA_DTYPE_BOUND) rtol = tt_cuda_rtol(d);
+    if (atol == TT_CUDA_DTYPE_BOUND) atol = tt_cuda_atol(d);
     if (d != tj_tensor_dtype(dev) || tj_ndim(cpu) != tj_ndim(dev) ||
         memcmp(tj_sizes(cpu), tj_sizes(dev), sizeof(int64_t) * (size_t)tj_ndim(cpu))) {
         char a[TJC_SIZES_BUF], b[TJC_SIZES_BUF];

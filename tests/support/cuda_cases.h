@@ -54,8 +54,9 @@ void tt_cuda_check_refused_(const char *op, tj_tensor *const *in, int n_in, cons
 
 /* Fails unless a host tensor and a CUDA tensor have the same dtype and sizes
  * and hold the same values: exact for integers and bools (all 64 bits, not
- * through double), within atol + rtol * |cpu| for floats, with NaN matching
- * NaN and infinities and the sign of zero equal. what names them in messages. */
+ * through double), within atol + rtol * |cpu| for floats (rtol and atol
+ * TT_CUDA_DTYPE_BOUND: their dtype's bound), with NaN matching NaN and
+ * infinities and the sign of zero equal. what names them in messages. */
 void tt_cuda_assert_same_(const char *what, tj_tensor *cpu, tj_tensor *dev, double rtol,
                           double atol, const char *file, int line);
 #define tt_cuda_assert_same(what, cpu, dev, rtol, atol) \
@@ -71,6 +72,15 @@ tj_tensor *tt_cuda_copy_like(tj_tensor *t);
  * reductions in another order); exact for integers and bools. */
 double tt_cuda_rtol(tj_dtype d);
 double tt_cuda_atol(tj_dtype d);
+
+/* Given as both rtol and atol: each compared tensor within tt_cuda_rtol and
+ * tt_cuda_atol of its own dtype, for a call whose result dtype the caller
+ * does not spell out (exp of an i64 tensor is f32). */
+#define TT_CUDA_DTYPE_BOUND (-1.0)
+
+/* Whether cuda:0 is a GPU (TJIT_CUDA_DRIVER is not "host"): the math
+ * library there is CUDA's, not the CPU's. */
+bool tt_cuda_on_gpu(void);
 
 /* Counts of checked cases, printed by tt_cuda_run at the end
  * ("test_cuda_x: N cases on cuda:0 (host harness)"). */
