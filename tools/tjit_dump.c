@@ -2,7 +2,8 @@
  * inputs (or imports FILE.onnx) and prints the graph (with the tracer's warnings), its register code
  * or its Graphviz form; with --after, the graph after chosen passes of the
  * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
- * kernel of each fusion group (and --asm its assembly); with --plan, the
+ * kernel of each fusion group (and --asm its assembly), or with --device
+ * cuda its CUDA C and PTX (traced on cuda:0 where there is one); with --plan, the
  * static plan's memory (with --grad, the backward program's too); with
  * --fusion-report, why fusion stopped where it did (tj_fusion_report). */
 #include <stdio.h>
@@ -14,11 +15,15 @@
 #ifdef TJIT_HAVE_LLVM
 #include "backends/llvm/tjl.h"
 #endif
+#ifdef TJIT_HAVE_CUDA
+#include "backends/cuda/driver.h"
+#include "backends/cuda/fusion.h"
+#endif
 
 static int usage(void) {
     fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
                     "                 [--passes LIST] [--grad] [--kernels [--asm]] [--plan]\n"
-                    "                 [--fusion-report]\n"
+                    "                 [--fusion-report] [--device cpu|cuda]\n"
                     "  --grad               the forward graph extended for backward, and the\n"
                     "                       backward graph of the parameters' gradients\n"
                     "  --after PASS[,PASS]  run the pipeline and print the graph after each\n"
@@ -26,6 +31,8 @@ static int usage(void) {
                     "  --passes LIST        the pipeline (default \"%s\")\n"
                     "  --kernels            each fusion group's LLVM IR after optimisation\n"
                     "  --asm                with --kernels: its assembly too\n"
+                    "  --device cuda        trace on cuda:0 (the CPU where there is no GPU); with\n"
+                    "                       --kernels: each group's CUDA C and its PTX\n"
                     "  --plan               the replay plan's memory: offset, bytes and live\n"
                     "                       range of each value's buffer, the arena's size, and\n"
                     "                       the peak against the sum of all intermediates\n"
@@ -111,6 +118,38 @@ static bool dump_kernels(const tj_graph *g, const char *passes, bool with_asm) {
 #endif
 }
 
+/* The CUDA kernels of the fusion groups of g compiled with the pipeline, for
+ * the GPU's architecture (sm_90 where there is none). */
+static bool dump_cuda_kernels(const tj_graph *g, const char *passes) {
+#ifdef TJIT_HAVE_CUDA
+    tj_compile_options opts = {.passes = passes};
+    tj_program *p = tj_compile(g, &opts);
+    char arch[32] = "sm_90";
+    const tjcu_driver *drv = tjcu_current_driver();
+    if (drv && !strcmp(drv->name, "cuda")) drv->arch(0, arch, sizeof arch);
+    bool ok = p && tjcu_fuse_dump(tj_program_graph(p), arch, stdout) == TJ_OK;
+    tj_program_free(p);
+    return ok;
+#else
+    (void)g;
+    (void)passes;
+    fprintf(stderr, "tjit dump: --device cuda needs a tjit built with the CUDA backend\n");
+    return false;
+#endif
+}
+
+/* The model's parameters and buffers, and its inputs, on dev. */
+static tj_status move_model(const tjx_model *m, void *params, tj_tensor **inputs, tj_device dev) {
+    tj_tensor *ps[64];
+    int n = m->parameters(params, ps, 64);
+    if (m->buffers) n += m->buffers(params, ps + n, 64 - n);
+    for (int i = 0; i < n; i++)
+        if (tj_move_to_device(ps[i], dev)) return tj_last_status();
+    for (int i = 0; i < m->n_in; i++)
+        if (tj_move_to_device(inputs[i], dev)) return tj_last_status();
+    return TJ_OK;
+}
+
 /* FILE.onnx stands in the place of a model: it has no inputs to make */
 static const tjx_model onnx_model = {.name = "FILE.onnx"};
 
@@ -123,7 +162,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         return usage();
     }
     bool canonical = false, code = false, dot = false, grad = false, kernels = false, with_asm = false,
-         plan = false, fusion_report = false;
+         plan = false, fusion_report = false, cuda = false;
     const char *after = NULL, *passes = NULL;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--canonical")) canonical = true;
@@ -136,6 +175,8 @@ int tjit_cmd_dump(int argc, char **argv) {
         else if (!strcmp(argv[i], "--grad")) grad = true;
         else if (!strcmp(argv[i], "--plan")) plan = true;
         else if (!strcmp(argv[i], "--fusion-report")) fusion_report = true;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc && !strcmp(argv[i + 1], "cuda")) cuda = ++i;
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc && !strcmp(argv[i + 1], "cpu")) ++i;
         else {
             fprintf(stderr, "tjit dump: unknown option '%s'\n", argv[i]);
             return usage();
@@ -153,7 +194,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         return 2;
     }
 #ifndef TJIT_HAVE_LLVM
-    if (kernels) {
+    if (kernels && !cuda) {
         fprintf(stderr, "tjit dump: --kernels needs a tjit built with LLVM (TJIT_LLVM=ON)\n");
         return 2;
     }
@@ -168,6 +209,10 @@ int tjit_cmd_dump(int argc, char **argv) {
         params = gen;
         g = tjit_load_graph(argv[1], NULL, NULL, 0);
     } else if (params && model->make_inputs(params, gen, inputs) == TJ_OK) {
+        if (cuda && !tj_cuda_is_available())
+            printf("# no CUDA device here: traced on the CPU; the kernels are those a GPU would compile\n");
+        else if (cuda && move_model(model, params, inputs, TJ_DEVICE_CUDA(0)) != TJ_OK)
+            goto done;
         g = tj_trace(model->forward, params, inputs, model->n_in, model->n_out, NULL);
     }
     if (!g) goto done;
@@ -196,7 +241,7 @@ int tjit_cmd_dump(int argc, char **argv) {
         fputs(text, stdout);
         free(text);
     }
-    if (kernels && !dump_kernels(g, passes, with_asm)) goto done;
+    if (kernels && !(cuda ? dump_cuda_kernels(g, passes) : dump_kernels(g, passes, with_asm))) goto done;
     if ((code || plan) && !p) {
         tj_compile_options opts = {.passes = passes};
         p = tj_compile(g, &opts);

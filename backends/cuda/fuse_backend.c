@@ -21,6 +21,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/nvrtc.h"
 #include "core/alloc.h"
 
 enum { BATCH = 256, MAX_DEVICES = 16, ENTRY_VEC = 0, ENTRY_I32, ENTRY_I64, N_ENTRIES };
@@ -360,4 +361,64 @@ void tjcu_fuse_get_stats(tjcu_fuse_stats *s) {
     pthread_mutex_lock(&F.lock);
     *s = F.stats;
     pthread_mutex_unlock(&F.lock);
+}
+
+/* ---- `tjit dump --kernels --device cuda` ------------------------------------------------- */
+
+/* A spec from the types the graph gives a group's inputs. */
+static void spec_of_types(const tj_node *grp, tjf_spec *spec) {
+    memset(spec, 0, sizeof *spec);
+    spec->n_inputs = tj_node_num_inputs(grp);
+    spec->device = TJ_CUDA;
+    for (int i = 0; i < spec->n_inputs && i < TJF_MAX_ARGS; i++) {
+        const tj_type *t = tj_value_type(tj_node_input(grp, i));
+        tjf_input_spec *s = &spec->inputs[i];
+        s->dtype = (tj_dtype)t->dtype;
+        s->ndim = t->ndim;
+        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        int64_t want[TJ_MAX_DIMS];
+        tjc_contiguous_strides(t->sizes, t->ndim, want);
+        s->layout = TJF_CONTIGUOUS;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->sizes[d] != 1 && t->strides[d] != TJ_UNKNOWN_DIM && t->strides[d] != want[d])
+                s->layout = TJF_STRIDED;
+    }
+}
+
+tj_status tjcu_fuse_dump(const tj_graph *g, const char *arch, FILE *out) {
+    const char *pre = tjcu_fuse_preamble();
+    if (!pre) return tj_last_status();
+    int k = 0;
+    for (tj_node *n = tj_block_first(tj_graph_block((tj_graph *)g)); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) != TJ_NODE_FUSION_GROUP) continue;
+        tjf_spec spec;
+        spec_of_types(n, &spec);
+        char name[32];
+        snprintf(name, sizeof name, "tjf_group%d", tj_node_id(n));
+        tjcu_fuse_layout L;
+        char *text = tjcu_fuse_kernel_text(tj_node_subgraph(n), &spec, name, &L);
+        if (!text) {
+            fprintf(out, "# fusion group %%%d: no CUDA kernel: %s\n\n", tj_node_id(n), tj_last_error());
+            tj_clear_error();
+            continue;
+        }
+        fprintf(out, "# fusion group %%%d: CUDA C (after the %zu bytes of tjcu_builtins.h and the "
+                "device headers every module starts with)\n%s\n", tj_node_id(n), strlen(pre), text);
+        size_t len = strlen(pre) + strlen(text) + 1;
+        char *src = tjc_malloc(len), *ptx = NULL;
+        size_t size = 0;
+        tj_status st = src ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
+        if (!st) {
+            snprintf(src, len, "%s%s", pre, text);
+            st = tjcu_nvrtc_compile(name, src, arch, false, &ptx, &size);
+        }
+        if (!st) fprintf(out, "# fusion group %%%d: PTX for %s\n%.*s\n", tj_node_id(n), arch, (int)size, ptx);
+        tjc_free(src);
+        tjc_free(text);
+        free(ptx);
+        if (st) return st;
+        k++;
+    }
+    if (!k) fprintf(out, "# no fusion groups\n");
+    return TJ_OK;
 }

@@ -79,6 +79,10 @@ const tjf_backend *tjcu_fuse_backend(void);
  * (preamble and kernels, entry points named name_*) of the group for spec;
  * malloc'd. */
 char *tjcu_fuse_source(const tj_graph *subgraph, const tjf_spec *spec, const char *name);
+/* `tjit dump --kernels --device cuda`: every fusion group of g, its CUDA C
+ * for the inputs its types give, and the PTX NVRTC makes of it for arch
+ * ("sm_90"). */
+tj_status tjcu_fuse_dump(const tj_graph *g, const char *arch, FILE *out);
 /* Calls fn with every module of fused kernels this process has built so far
  * (its key and full source); stops early when fn returns false. */
 void tjcu_fuse_for_each_module(bool (*fn)(void *ctx, const char *key, const char *source),
