@@ -265,6 +265,9 @@ typedef struct tjc_device_backend {
     /* the device memory's figures, and giving cached memory back (optional) */
     tj_status (*memory_stats)(int index, tj_memory_stats *out);
     tj_status (*empty_cache)(int index);
+    /* compiles fusion groups whose inputs live here (fuser/fuser.h); NULL:
+     * they run op by op through this table's kernels */
+    const struct tjf_backend *fusion;
     /* Graph capture (optional; NULL where the device has none). The work the
      * calling thread queues on device index between capture_begin and
      * capture_end becomes *graph, which graph_launch replays as one launch

@@ -5,9 +5,6 @@
 #ifdef TJIT_HAVE_LLVM
 #include "backends/llvm/tjl.h"
 #endif
-#ifdef TJIT_HAVE_CUDA
-#include "backends/cuda/fusion.h"
-#endif
 
 const tjf_backend *tjf_find_backend(const char *name) {
     const tjf_backend *all[] = {
@@ -22,9 +19,6 @@ const tjf_backend *tjf_find_backend(const char *name) {
 }
 
 const tjf_backend *tjf_device_backend(tj_device_type d) {
-#ifdef TJIT_HAVE_CUDA
-    if (d == TJ_CUDA) return tjcu_fuse_backend();
-#endif
-    (void)d;
-    return NULL;
+    const tjc_device_backend *b = tjc_device_backend_of(d);
+    return b ? b->fusion : NULL;
 }

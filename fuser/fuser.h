@@ -61,8 +61,9 @@ const tjf_backend *tjf_portable_backend(void);
 const tjf_backend *tjf_find_backend(const char *name);
 
 /* The backend that compiles groups whose inputs live on a device of type d
- * other than the CPU ("cuda" when built with the CUDA backend); NULL when
- * none does: such groups run op by op through the device's kernels. */
+ * other than the CPU: the one that device's backend registers with its
+ * kernel table ("cuda"); NULL when none does: such groups run op by op
+ * through the device's kernels. */
 const tjf_backend *tjf_device_backend(tj_device_type d);
 
 /* The spec of actual inputs. */

@@ -12,6 +12,7 @@
 #include "backends/cuda/alloc.h"
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/driver.h"
+#include "backends/cuda/fusion.h"
 #include "backends/cuda/internal.h"
 
 typedef struct device_state {
@@ -277,6 +278,7 @@ void tjcu_register(void) {
         .graph_release = tjcu_graph_release,
         .graph_free = tjcu_graph_free,
     };
+    cuda.fusion = tjcu_fuse_backend();
 #define REGISTER_FAMILY(f) tjcu_register_##f(cuda.kernels);
     TJCU_FAMILIES(REGISTER_FAMILY)
     tjc_register_device_backend(&cuda);
