@@ -18,6 +18,8 @@
  */
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -314,54 +316,86 @@ static void models_training(void **state) {
 
 /* ---- NVRTC and ptxas on every module made above ------------------------------------------ */
 
-typedef struct walk {
-    int modules, kernels;
+typedef struct module_text {
+    const char *key, *source;
     char failure[1500];
+} module_text;
+
+typedef struct walk {
+    module_text *m;
+    int n, cap, kernels;
+    atomic_int next;
 } walk;
 
-static bool assemble(void *ctx, const char *key, const char *source) {
+static bool collect(void *ctx, const char *key, const char *source) {
     walk *w = ctx;
-    static const char *const archs[] = {"sm_80", "sm_90"};
-    w->modules++;
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 16;
+        w->m = realloc(w->m, sizeof *w->m * (size_t)w->cap);
+        assert_non_null(w->m);
+    }
+    w->m[w->n++] = (module_text){key, source, ""};
     for (const char *p = source; (p = strstr(p, "_i32(")); p++) w->kernels++;
+    return true;
+}
+
+/* NVRTC to PTX for sm_80 and sm_90, then ptxas on each (any output fails) */
+static void assemble(module_text *m) {
+    static const char *const archs[] = {"sm_80", "sm_90"};
     for (size_t a = 0; a < 2; a++) {
         char *ptx = NULL;
         size_t size = 0;
-        if (tjcu_nvrtc_compile(key, source, archs[a], false, &ptx, &size) != TJ_OK) {
-            snprintf(w->failure, sizeof w->failure, "NVRTC %s on %s: %s", archs[a], key, tj_last_error());
-            return false;
+        if (tjcu_nvrtc_compile(m->key, m->source, archs[a], false, &ptx, &size) != TJ_OK) {
+            snprintf(m->failure, sizeof m->failure, "NVRTC %s on %s: %s", archs[a], m->key, tj_last_error());
+            return;
         }
         char path[] = "/tmp/tjit_fuse_ptxXXXXXX";
         int fd = mkstemp(path);
-        assert_true(fd >= 0);
-        assert_int_equal(write(fd, ptx, size), (ssize_t)size);
-        close(fd);
+        bool written = fd >= 0 && write(fd, ptx, size) == (ssize_t)size;
+        if (fd >= 0) close(fd);
         free(ptx);
-        char cmd[600];
+        char cmd[600], out[600] = "";
         snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, archs[a], path);
-        FILE *p = popen(cmd, "r");
-        char out[600] = "";
+        FILE *p = written ? popen(cmd, "r") : NULL;
         size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
         out[got] = '\0';
         int status = p ? pclose(p) : -1;
         unlink(path);
         if (status != 0 || got) {
-            snprintf(w->failure, sizeof w->failure, "ptxas -arch=%s on %s (status %d): %s", archs[a], key,
+            snprintf(m->failure, sizeof m->failure, "ptxas -arch=%s on %s (status %d): %s", archs[a], m->key,
                      status, out);
-            return false;
+            return;
         }
     }
-    return true;
 }
 
+static void *assemble_worker(void *arg) {
+    walk *w = arg;
+    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) assemble(&w->m[i]);
+    return NULL;
+}
+
+/* The harness's check that what it ran is what a GPU compiles; on a GPU the
+ * kernels were compiled for the device and ran there. */
 static void nvrtc_and_ptxas_accept_every_module(void **state) {
     (void)state;
+    if (on_gpu()) {
+        printf("NVRTC and ptxas: checked on the harness; here the kernels ran compiled for the GPU\n");
+        return;
+    }
     walk w = {0};
-    tjcu_fuse_for_each_module(assemble, &w);
-    if (w.failure[0]) fail_msg("%s", w.failure);
-    assert_true(w.modules > 0);
+    tjcu_fuse_for_each_module(collect, &w);
+    assert_true(w.n > 0);
+    pthread_t t[2];
+    int started = 0;
+    for (int i = 0; i < 2; i++) started += pthread_create(&t[started], NULL, assemble_worker, &w) == 0;
+    assemble_worker(&w);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < w.n; i++)
+        if (w.m[i].failure[0]) fail_msg("%s", w.m[i].failure);
     printf("NVRTC %s: %d modules of fused kernels (%d kernels) compiled for sm_80 and sm_90, ptxas "
-           "accepted all\n", tjcu_nvrtc_version(), w.modules, w.kernels);
+           "accepted all\n", tjcu_nvrtc_version(), w.n, w.kernels);
+    free(w.m);
 }
 
 /* ---- a kernel that does not compile ------------------------------------------------------ */

@@ -44,6 +44,10 @@ typedef struct tjcu_driver {
     tj_status (*memset)(int device, void *dst, int byte, size_t bytes, void *stream);
     /* Compiles (or finds in the disk cache) and loads CUDA C for device. */
     tj_status (*module_load)(int device, const char *name, const char *source, void **module);
+    /* Compiles sources for device on the machine's cores ahead of their
+     * module_load, which then only loads (many modules at once: the fuser's
+     * batches); errors are left for module_load. */
+    void (*precompile)(int device, const char *const *names, const char *const *sources, int n);
     void (*module_unload)(int device, void *module);
     tj_status (*function)(void *module, const char *kernel, void **fn);
     tj_status (*launch)(int device, void *fn, tjcu_dim3 grid, tjcu_dim3 block, size_t shared,

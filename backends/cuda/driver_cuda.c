@@ -188,6 +188,12 @@ static tj_status memset_d8(int device, void *dst, int byte, size_t bytes, void *
                                           (CUstream)stream));
 }
 
+static void precompile(int device, const char *const *names, const char *const *sources, int n) {
+    char sm[16];
+    arch(device, sm, sizeof sm);
+    tjcu_nvrtc_precompile(names, sources, n, sm);
+}
+
 static tj_status module_load(int device, const char *name, const char *source, void **module) {
     char sm[16];
     arch(device, sm, sizeof sm);
@@ -301,7 +307,7 @@ const tjcu_driver *tjcu_cuda_driver(void) {
         .name = "cuda", .device_count = device_count, .arch = arch, .sm_count = sm_count,
         .mem_alloc = mem_alloc, .mem_free = mem_free, .stream_new = stream_new,
         .stream_free = stream_free, .stream_sync = stream_sync, .copy = copy,
-        .memset = memset_d8, .module_load = module_load, .module_unload = module_unload,
+        .memset = memset_d8, .module_load = module_load, .precompile = precompile, .module_unload = module_unload,
         .function = function, .launch = launch, .event_new = event_new,
         .event_free = event_free, .event_record = event_record, .event_query = event_query,
         .stream_wait_event = stream_wait_event, .make_current = use,

@@ -251,6 +251,11 @@ static tj_status module_load(int device, const char *name, const char *source, v
     return tjh_module_load(name, source, (tjh_module **)module);
 }
 
+static void precompile(int device, const char *const *names, const char *const *sources, int n) {
+    (void)device;
+    tjh_precompile(names, sources, n);
+}
+
 static void module_unload(int device, void *module) {
     (void)device;
     tjh_module_unload(module);
@@ -301,7 +306,7 @@ const tjcu_driver *tjcu_host_driver(void) {
         .name = "host", .device_count = device_count, .arch = arch, .sm_count = sm_count,
         .mem_alloc = mem_alloc, .mem_free = mem_free, .stream_new = stream_new,
         .stream_free = stream_free, .stream_sync = stream_sync, .copy = copy,
-        .memset = memset_d8, .module_load = module_load, .module_unload = module_unload,
+        .memset = memset_d8, .module_load = module_load, .precompile = precompile, .module_unload = module_unload,
         .function = function, .launch = launch, .event_new = event_new,
         .event_free = event_free, .event_record = event_record, .event_query = event_query,
         .stream_wait_event = stream_wait_event, .make_current = make_current,

@@ -20,7 +20,9 @@
 #include <string.h>
 
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/driver.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/internal.h"
 #include "backends/cuda/nvrtc.h"
 #include "core/alloc.h"
 
@@ -177,20 +179,15 @@ static int first_of_name(tjf_kernel *const *ks, int i) {
     return i;
 }
 
-/* Compiles and loads ks[0..n) as one module on dev (F.lock held); on a
- * compile error, halves until the failing kernels are alone. */
-static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
+/* The source of a module of ks[0..n): the preamble and each distinct
+ * kernel once; its cache key in key. NULL when out of memory. */
+static char *compose(tjf_kernel *const *ks, int n, char key[48]) {
     const char *pre = tjcu_fuse_preamble();
-    if (!pre) return tj_last_status();
+    if (!pre) return NULL;
     size_t len = strlen(pre) + 1;
     for (int i = 0; i < n; i++) len += strlen(ks[i]->text) + 1;
-    module *m = tjc_calloc(1, sizeof *m);
     char *src = tjc_malloc(len);
-    if (!m || !src) {
-        tjc_free(m);
-        tjc_free(src);
-        return tjc_error(TJ_ERR_MEMORY, "out of memory");
-    }
+    if (!src) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     size_t at = strlen(pre);
     memcpy(src, pre, at);
     for (int i = 0; i < n; i++) {
@@ -201,7 +198,19 @@ static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
         src[at++] = '\n';
     }
     src[at] = 0;
-    snprintf(m->key, sizeof m->key, "fuse_%016llx.cu", (unsigned long long)fnv1a(src, 14695981039346656037ull));
+    snprintf(key, 48, "fuse_%016llx.cu", (unsigned long long)fnv1a(src, 14695981039346656037ull));
+    return src;
+}
+
+/* Compiles and loads ks[0..n) as one module on dev (F.lock held); on a
+ * compile error, halves until the failing kernels are alone. */
+static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
+    module *m = tjc_calloc(1, sizeof *m);
+    char *src = m ? compose(ks, n, m->key) : NULL;
+    if (!src) {
+        tjc_free(m);
+        return tj_last_status() ? tj_last_status() : tjc_error(TJ_ERR_MEMORY, "out of memory");
+    }
     m->source = src;
     char entry[48];
     snprintf(entry, sizeof entry, "%s_i32", ks[0]->name);
@@ -245,24 +254,44 @@ static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
     return TJ_OK;
 }
 
-/* Compiles every pending kernel (k among them). */
+/* Compiles every pending kernel (k among them, in the first module): the
+ * modules' compilers run on all cores at once (the driver's precompile),
+ * then each module loads. */
 static tj_status load_pending(tj_device dev, tjf_kernel *k) {
     pthread_mutex_lock(&F.lock);
-    tj_status st = TJ_OK;
-    while (st == TJ_OK && atomic_load(&k->state) == PENDING) {
-        tjf_kernel *batch[BATCH];
+    int total = 0;
+    for (tjf_kernel *p = F.pending; p; p = p->next) total++;
+    int n_batches = (total + BATCH - 1) / BATCH;
+    tjf_kernel **order = tjc_malloc(sizeof *order * (size_t)(total ? total : 1));
+    char **sources = tjc_calloc((size_t)(n_batches ? n_batches : 1), sizeof *sources);
+    char (*keys)[48] = tjc_calloc((size_t)(n_batches ? n_batches : 1), sizeof *keys);
+    tj_status st = order && sources && keys ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
+    if (st == TJ_OK) {
         int n = 0;
-        batch[n++] = k; /* k first: it is the one wanted now */
-        for (tjf_kernel *p = F.pending; p && n < BATCH; p = p->next)
-            if (p != k) batch[n++] = p;
-        st = load_batch(dev, batch, n);
+        if (atomic_load(&k->state) == PENDING) order[n++] = k;
+        for (tjf_kernel *p = F.pending; p; p = p->next)
+            if (p != k) order[n++] = p;
+        total = n;
+        n_batches = (total + BATCH - 1) / BATCH;
+        for (int b = 0; b < n_batches; b++) {
+            int from = b * BATCH, count = total - from < BATCH ? total - from : BATCH;
+            if (!(sources[b] = compose(order + from, count, keys[b]))) st = tj_last_status();
+        }
+        const tjcu_driver *drv = tjcu_state_driver();
+        const char **names = st == TJ_OK && n_batches > 1 ? tjc_malloc(sizeof *names * (size_t)n_batches) : NULL;
+        for (int b = 0; names && b < n_batches; b++) names[b] = keys[b];
+        if (names && drv->precompile)
+            drv->precompile(dev.index, names, (const char *const *)sources, n_batches);
+        tjc_free(names);
+        for (int b = 0; b < n_batches && st == TJ_OK; b++) {
+            int from = b * BATCH, count = total - from < BATCH ? total - from : BATCH;
+            st = load_batch(dev, order + from, count);
+        }
     }
-    while (st == TJ_OK && F.pending) { /* the rest, so that later launches find them */
-        tjf_kernel *batch[BATCH];
-        int n = 0;
-        for (tjf_kernel *p = F.pending; p && n < BATCH; p = p->next) batch[n++] = p;
-        st = load_batch(dev, batch, n);
-    }
+    for (int b = 0; sources && b < n_batches; b++) tjc_free(sources[b]);
+    tjc_free(sources);
+    tjc_free(keys);
+    tjc_free(order);
     pthread_mutex_unlock(&F.lock);
     return st;
 }

@@ -34,6 +34,10 @@ typedef struct tjh_function tjh_function;
  * module in messages. A compile error returns TJ_ERR_UNSUPPORTED with the
  * compiler's first lines. Loading the same source again shares the module. */
 tj_status tjh_module_load(const char *name, const char *source, tjh_module **out);
+/* Compiles the n sources into the cache on the machine's cores (each a
+ * compiler process), so that their tjh_module_load finds them there; errors
+ * are left for that load to report. */
+void tjh_precompile(const char *const *names, const char *const *sources, int n);
 /* Drops one reference; the last one unloads the module and its functions. */
 void tjh_module_unload(tjh_module *m);
 /* The kernel exported by TJCU_EXPORT(kernel); owned by the module. */

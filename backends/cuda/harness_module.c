@@ -326,7 +326,8 @@ static tj_status load_shared_object(const char *name, const char *path, void **o
     return TJ_OK;
 }
 
-static tj_status load_locked(const char *name, const char *source, tjh_module **out) {
+/* The module's key (called with the lock held: the compiler's identity is cached). */
+static tj_status module_key(const char *name, const char *source, uint64_t *h1, uint64_t *h2) {
     /* the key covers every header a source may include */
     const char *header_names[TJCU_MAX_HEADERS], *headers[TJCU_MAX_HEADERS];
     int n_headers = tjcu_headers(header_names, headers, TJCU_MAX_HEADERS);
@@ -341,8 +342,18 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     const char *parts[6 + TJCU_MAX_HEADERS] = {KEY_VERSION, cmd, version, flags, source};
     int n_parts = 5;
     for (int i = 0; i < n_headers; i++) parts[n_parts++] = headers[i];
+    key_hash(parts, n_parts, h1, h2);
+    return TJ_OK;
+}
+
+static void module_path(char *path, size_t n, const char *dir, uint64_t h1, uint64_t h2) {
+    snprintf(path, n, "%s/tjh-%016llx%016llx.so", dir, (unsigned long long)h1, (unsigned long long)h2);
+}
+
+static tj_status load_locked(const char *name, const char *source, tjh_module **out) {
     uint64_t h1, h2;
-    key_hash(parts, n_parts, &h1, &h2);
+    tj_status s = module_key(name, source, &h1, &h2);
+    if (s != TJ_OK) return s;
     for (tjh_module *m = modules; m; m = m->next)
         if (m->h1 == h1 && m->h2 == h2 && !strcmp(m->source, source)) {
             m->refs++;
@@ -353,7 +364,7 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     const char *dir = cache_dir();
     if (!dir) return tjc_error(TJ_ERR_IO, "tjh_module_load: module %s: no directory for the compiled kernels", name);
     char path[1100];
-    snprintf(path, sizeof path, "%s/tjh-%016llx%016llx.so", dir, (unsigned long long)h1, (unsigned long long)h2);
+    module_path(path, sizeof path, dir, h1, h2);
     if (distrust(path, false) == NULL) {
         atomic_fetch_add(&n_disk_hits, 1);
     } else if ((s = compile(name, source, path)) != TJ_OK) {
@@ -378,6 +389,51 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
     modules = m;
     *out = m;
     return TJ_OK;
+}
+
+typedef struct precompile_job {
+    const char *const *names, *const *sources;
+    char (*paths)[1100]; /* "" for a module already compiled */
+    int n;
+    atomic_int next;
+} precompile_job;
+
+static void *precompile_worker(void *arg) {
+    precompile_job *job = arg;
+    for (int i; (i = atomic_fetch_add(&job->next, 1)) < job->n;) {
+        if (job->paths[i][0] && compile(job->names[i], job->sources[i], job->paths[i]) != TJ_OK)
+            tj_clear_error(); /* the load compiles it again and reports why */
+    }
+    return NULL;
+}
+
+void tjh_precompile(const char *const *names, const char *const *sources, int n) {
+    enum { MAX_THREADS = 16 };
+    char (*paths)[1100] = n > 0 ? tjc_calloc((size_t)n, sizeof *paths) : NULL;
+    if (!paths) return;
+    pthread_mutex_lock(&lock);
+    const char *dir = get_private_dir() ? cache_dir() : NULL; /* made here, not by racing workers */
+    for (int i = 0; dir && i < n; i++) {
+        uint64_t h1, h2;
+        if (module_key(names[i], sources[i], &h1, &h2) != TJ_OK) {
+            tj_clear_error();
+            continue;
+        }
+        module_path(paths[i], sizeof paths[i], dir, h1, h2);
+        if (distrust(paths[i], false) == NULL) paths[i][0] = '\0'; /* in the cache already */
+    }
+    pthread_mutex_unlock(&lock);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
+    if (threads > n) threads = n;
+    precompile_job job = {names, sources, paths, n, 0};
+    pthread_t t[MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&t[started], NULL, precompile_worker, &job) == 0) started++;
+    precompile_worker(&job);
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    tjc_free(paths);
 }
 
 tj_status tjh_module_load(const char *name, const char *source, tjh_module **out) {

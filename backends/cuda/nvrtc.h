@@ -24,6 +24,11 @@ tj_status tjcu_nvrtc_compile(const char *name, const char *source, const char *a
  * malloc'd. */
 tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const char *arch,
                                     void **image, size_t *size);
+/* Compiles the n sources for arch on the machine's cores (NVRTC is thread
+ * safe); each cubin waits in memory for the tjcu_nvrtc_compile_cached call of
+ * the same source and arch, which takes it instead of compiling. Errors are
+ * left for that call to report. */
+void tjcu_nvrtc_precompile(const char *const *names, const char *const *sources, int n, const char *arch);
 /* Since the process started: cubins compiled by NVRTC, and read from the
  * disk cache instead. */
 void tjcu_nvrtc_cache_stats(long *built, long *read);
