@@ -3,10 +3,14 @@
  * - The differential tester: random pointwise graphs (the fuser's own,
  *   tests/support/fuser_cases.h: broadcasting, chunks, 0-dim, mixed dtypes)
  *   traced on CUDA inputs, contiguous and strided, fused into CUDA kernels:
- *   equal bit for bit to the same graph unfused on the device (the same
- *   expressions and math functions, no contraction), and to the CPU's
- *   unfused replay within the documented bounds. 500 graphs on the host
- *   harness, 2000 on a GPU (TJIT_FUSE_GRAPHS sets another count).
+ *   equal to the same graph unfused on the device, and to the CPU's unfused
+ *   replay within the documented bounds. On the harness fused equals unfused
+ *   bit for bit (the same expressions and library calls, no contraction, no
+ *   compile-time evaluation); on a GPU within the bounds, since NVRTC
+ *   evaluates a math function whose operand it proves constant (tanhf of a
+ *   bool that is always true) at compile time, an ulp away from the device's
+ *   own instruction sequence. 500 graphs on the host harness, 2000 on a GPU
+ *   (TJIT_FUSE_GRAPHS sets another count).
  * - The example models: their fusion groups (the LSTM cell's forward and
  *   backward groups among them, each one kernel) on the device against the
  *   CPU.
@@ -161,8 +165,17 @@ static void run_case(dcase *c, int seed, int *far_cases) {
         int far = 0;
         for (int k = 0; k < 2; k++) {
             assert_int_equal(tj_tensor_device(f[k]).type, TJ_CUDA);
-            assert_identical(u[k], f[k], layout ? "cuda fused vs unfused, strided inputs"
-                                                : "cuda fused vs unfused", seed);
+            if (on_gpu()) { /* see the file comment */
+                tj_tensor *uh = tj_to_device(u[k], TJ_DEVICE_CPU);
+                int off = count_far(uh, f[k]);
+                tj_release(uh);
+                if (off > 2) fail_msg("case %d: %d elements of fused and unfused differ beyond the bounds",
+                                      seed, off);
+                far += off;
+            } else {
+                assert_identical(u[k], f[k], layout ? "cuda fused vs unfused, strided inputs"
+                                                    : "cuda fused vs unfused", seed);
+            }
             far += count_far(want[k], f[k]);
             tj_release(f[k]);
             tj_release(u[k]);
