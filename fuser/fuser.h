@@ -68,6 +68,9 @@ const tjf_backend *tjf_device_backend(tj_device_type d);
 
 /* The spec of actual inputs. */
 void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec);
+/* The spec the graph's types give a group node's inputs (unknown strides
+ * taken as contiguous): what dumps of a group's kernel show. */
+void tjf_spec_of_types(const tj_node *group, tjf_spec *spec);
 
 /* A fusion group node as the interpreter runs it: its subgraph, the shape
  * rule of the group, and the kernels compiled so far. Thread-safe. */

@@ -51,6 +51,25 @@ void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
     }
 }
 
+void tjf_spec_of_types(const tj_node *group, tjf_spec *spec) {
+    memset(spec, 0, sizeof *spec);
+    spec->n_inputs = tj_node_num_inputs(group);
+    spec->device = spec->n_inputs ? (tj_device_type)tj_value_type(tj_node_input(group, 0))->device_type : TJ_CPU;
+    for (int i = 0; i < spec->n_inputs && i < TJF_MAX_ARGS; i++) {
+        const tj_type *t = tj_value_type(tj_node_input(group, i));
+        tjf_input_spec *s = &spec->inputs[i];
+        s->dtype = (tj_dtype)t->dtype;
+        s->ndim = t->ndim;
+        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+        int64_t want[TJ_MAX_DIMS];
+        tjc_contiguous_strides(t->sizes, t->ndim, want);
+        s->layout = TJF_CONTIGUOUS;
+        for (int d = 0; d < t->ndim; d++)
+            if (t->sizes[d] != 1 && t->strides[d] != TJ_UNKNOWN_DIM && t->strides[d] != want[d])
+                s->layout = TJF_STRIDED;
+    }
+}
+
 void tjf_group_free(tjf_group *g) {
     if (!g) return;
     for (int i = 0; i < g->n_cache; i++)

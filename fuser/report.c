@@ -9,38 +9,22 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/text.h"
 #include "core/ptrmap.h"
 #include "fuse_rules.h"
 #include "tjit/passes.h"
 
 typedef struct report {
-    char *text;
-    size_t len, cap;
-    bool failed;
+    tjc_text out;
     tjc_ptrmap number; /* value -> canonical number + 1 */
 } report;
 
 static void put(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(report *r, const char *fmt, ...) {
-    if (r->failed) return;
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    tjc_vput(&r->out, fmt, ap);
     va_end(ap);
-    if (r->len + (size_t)n + 1 > r->cap) {
-        size_t cap = (r->cap ? 2 * r->cap : 1024) + (size_t)n;
-        char *grown = tjc_realloc(r->text, cap);
-        if (!grown) {
-            r->failed = true;
-            return;
-        }
-        r->text = grown;
-        r->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(r->text + r->len, r->cap - r->len, fmt, ap);
-    va_end(ap);
-    r->len += (size_t)n;
 }
 
 /* Values numbered as TJ_PRINT_CANONICAL numbers them: inputs, then results in order. */
@@ -301,7 +285,7 @@ char *tj_fusion_report(const tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "tj_fusion_report: the graph is NULL"), NULL;
     report r = {0};
     tjc_ptrmap_init(&r.number);
-    if (!number_values(&r, g)) r.failed = true;
+    if (!number_values(&r, g)) r.out.failed = true;
     const tj_block *b = tj_graph_block((tj_graph *)g);
     int groups = 0, fused = 0, left_out = 0;
     put(&r, "# fusion report\n# left outside any group\n");
@@ -345,9 +329,5 @@ char *tj_fusion_report(const tj_graph *g) {
     put(&r, "# %d group%s formed, %d node%s fused, %d fusible-kind node%s left out\n", groups,
         groups == 1 ? "" : "s", fused, fused == 1 ? "" : "s", left_out, left_out == 1 ? "" : "s");
     tjc_ptrmap_free(&r.number);
-    if (r.failed) {
-        tjc_free(r.text);
-        return tjc_error(TJ_ERR_MEMORY, "tj_fusion_report: out of memory"), NULL;
-    }
-    return r.text;
+    return tjc_text_finish(&r.out);
 }

@@ -6,7 +6,7 @@
 
 #include "core/alloc.h"
 #include "program.h"
-#include "text.h"
+#include "core/text.h"
 
 
 /* The graph value of value number v. */
@@ -17,30 +17,30 @@ static tj_value *value_of(const tji_plan *P, const tj_graph *g, int v, const int
                           P->instr_out_at[k]);
 }
 
-static void value_name(tji_text *t, tj_value *v) {
+static void value_name(tjc_text *t, tj_value *v) {
     const char *name = tj_value_name(v);
-    if (name) tji_put(t, "%%%s", name);
-    else tji_put(t, "%%%d", tj_value_id(v));
+    if (name) tjc_put(t, "%%%s", name);
+    else tjc_put(t, "%%%d", tj_value_id(v));
 }
 
 static const char *device_name(char *buf, size_t n, tj_device d) {
     return d.type == TJ_CPU ? "cpu" : tj_device_to_string(d, buf, n) ? buf : "?";
 }
 
-static void put_bytes_line(tji_text *t, const tji_plan *P) {
+static void put_bytes_line(tjc_text *t, const tji_plan *P) {
     char dev[32];
     for (int a = 0; a < P->n_arenas; a++)
-        tji_put(t, "arena %s: %lld bytes\n", device_name(dev, sizeof dev, P->arena_device[a]),
+        tjc_put(t, "arena %s: %lld bytes\n", device_name(dev, sizeof dev, P->arena_device[a]),
             (long long)P->arena_bytes[a]);
     double pct = P->intermediate_bytes ? 100.0 * (double)P->peak_live_bytes /
                                              (double)P->intermediate_bytes : 0.0;
-    tji_put(t, "intermediates: %lld bytes in all; peak live %lld bytes (%.1f%% of all)\n",
+    tjc_put(t, "intermediates: %lld bytes in all; peak live %lld bytes (%.1f%% of all)\n",
         (long long)P->intermediate_bytes, (long long)P->peak_live_bytes, pct);
-    tji_put(t, "outputs: %lld bytes allocated per replay\n", (long long)P->external_bytes);
+    tjc_put(t, "outputs: %lld bytes allocated per replay\n", (long long)P->external_bytes);
 }
 
 char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
-    tji_text t = {0};
+    tjc_text t = {0};
     int n_out_values = P->n_values - P->code->n_inputs;
     int *instr_of = tjc_calloc((size_t)(n_out_values ? n_out_values : 1), sizeof(int));
     int *start = tjc_calloc((size_t)P->n_buffers + 2, sizeof(int));
@@ -77,31 +77,31 @@ char *tji_plan_to_string(const tji_plan *P, const tj_graph *g) {
     }
     int placed = 0;
     for (int b = 0; b < P->n_buffers; b++) placed += !P->buffers[b].external && P->buffers[b].bytes >= 0;
-    tji_put(&t, "plan: %d steps for %d instructions; %d buffers in the arena (%d results written "
+    tjc_put(&t, "plan: %d steps for %d instructions; %d buffers in the arena (%d results written "
         "over their dead input), %d values that are views or in-place results\n",
         P->n_steps, P->code->n_instrs, placed, P->n_reused, views);
     put_bytes_line(&t, P);
-    tji_put(&t, "%10s %10s %13s  values\n", "offset", "bytes", "live");
+    tjc_put(&t, "%10s %10s %13s  values\n", "offset", "bytes", "live");
     for (int pass = 0; pass < 2; pass++) {
-        if (pass) tji_put(&t, "outputs (their own storage at every replay):\n");
+        if (pass) tjc_put(&t, "outputs (their own storage at every replay):\n");
         for (int b = 0; b < P->n_buffers; b++) {
             const tji_buffer *B = &P->buffers[b];
             if (B->bytes < 0 || B->external != (pass == 1)) continue;
             char range[32];
             snprintf(range, sizeof range, "%d..%d", B->first, B->last);
-            if (pass) tji_put(&t, "%10s %10lld %13s  ", "-", (long long)B->bytes, range);
-            else tji_put(&t, "%10lld %10lld %13s  ", (long long)B->offset, (long long)B->bytes, range);
+            if (pass) tjc_put(&t, "%10s %10lld %13s  ", "-", (long long)B->bytes, range);
+            else tjc_put(&t, "%10lld %10lld %13s  ", (long long)B->offset, (long long)B->bytes, range);
             for (int i = start[b]; i < start[b + 1]; i++) {
-                if (i > start[b]) tji_put(&t, ", ");
+                if (i > start[b]) tjc_put(&t, ", ");
                 value_name(&t, value_of(P, g, values[i], instr_of));
             }
-            tji_put(&t, "\n");
+            tjc_put(&t, "\n");
         }
     }
     tjc_free(instr_of);
     tjc_free(start);
     tjc_free(values);
-    return tji_text_finish(&t);
+    return tjc_text_finish(&t);
 }
 
 static void fill_stats(const tj_program *p, tj_plan_stats *out) {
@@ -140,32 +140,32 @@ tj_status tj_program_plan_stats(const tj_program *p, tj_plan_stats *out) {
     return TJ_OK;
 }
 
-static void put_program(tji_text *t, const tj_program *p, const char *title) {
-    tji_put(t, "%s", title);
+static void put_program(tjc_text *t, const tj_program *p, const char *title) {
+    tjc_put(t, "%s", title);
     if (atomic_load(&p->n_plans) == 0) {
         tj_plan_stats st;
         fill_stats(p, &st);
-        tji_put(t, "no plan: replay runs op by op (%s)\n", st.plan_error);
+        tjc_put(t, "no plan: replay runs op by op (%s)\n", st.plan_error);
         return;
     }
     char *s = tji_plan_to_string(p->plans[0], p->graph);
-    tji_put(t, "%s", s ? s : "(out of memory)\n");
+    tjc_put(t, "%s", s ? s : "(out of memory)\n");
     tjc_free(s);
     if (p->opts.cuda_graph) {
         tj_plan_stats st;
         fill_stats(p, &st);
         if (st.cuda_graph)
-            tji_put(t, "cuda graph: captured %d time(s), %lld launch(es)\n", st.cuda_graph_captures,
+            tjc_put(t, "cuda graph: captured %d time(s), %lld launch(es)\n", st.cuda_graph_captures,
                     (long long)st.cuda_graph_launches);
         else
-            tji_put(t, "cuda graph: replay runs the plan (%s)\n", st.cuda_graph_error);
+            tjc_put(t, "cuda graph: replay runs the plan (%s)\n", st.cuda_graph_error);
     }
 }
 
 char *tj_program_plan_to_string(const tj_program *p) {
     if (!p) return tjc_error(TJ_ERR_ARG, "tj_program_plan_to_string: program is NULL"), NULL;
-    tji_text t = {0};
+    tjc_text t = {0};
     put_program(&t, p, p->backward ? "# forward\n" : "");
     if (p->backward) put_program(&t, p->backward, "# backward\n");
-    return tji_text_finish(&t);
+    return tjc_text_finish(&t);
 }

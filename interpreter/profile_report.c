@@ -10,7 +10,7 @@
 #include "core/alloc.h"
 #include "profile.h"
 #include "program.h"
-#include "text.h"
+#include "core/text.h"
 
 enum { LABEL = 256, NAME_WIDTH = 60 };
 
@@ -95,7 +95,7 @@ static const char *figure(char *buf, size_t n, double v, const char *fmt) {
     return buf;
 }
 
-static void put_row(tji_text *t, int width, const char *label, const char *backend, int instrs,
+static void put_row(tjc_text *t, int width, const char *label, const char *backend, int instrs,
                     int64_t calls, int64_t ns, double share, double bytes, double flops, bool is_total) {
     char name[LABEL], mean[32], mb[32], gbs[32], gflops[32];
     if ((int)strlen(label) > width) snprintf(name, sizeof name, "%.*s...", width - 3, label);
@@ -105,7 +105,7 @@ static void put_row(tji_text *t, int width, const char *label, const char *backe
     figure(mb, sizeof mb, bytes < 0 || !calls ? -1 : bytes / 1e6 / (double)calls, "%.3f");
     figure(gbs, sizeof gbs, bytes <= 0 || s <= 0 ? -1 : bytes / 1e9 / s, "%.2f"); /* views: none */
     figure(gflops, sizeof gflops, flops < 0 || s <= 0 ? -1 : flops / 1e9 / s, "%.2f");
-    tji_put(t, "  %-*s %-8s %6d %8lld %10.3f %9s %6.1f%% %9s %8s %8s\n", width, name, backend, instrs,
+    tjc_put(t, "  %-*s %-8s %6d %8lld %10.3f %9s %6.1f%% %9s %8s %8s\n", width, name, backend, instrs,
         (long long)calls, (double)ns * 1e-6, mean, 100.0 * share, mb, gbs, gflops);
 }
 
@@ -125,11 +125,11 @@ char *tj_profile_report(const tj_program *p) {
             int len = (int)strlen(phases[i].rows[r].label);
             width = len > width ? (len < NAME_WIDTH ? len : NAME_WIDTH) : width;
         }
-    tji_text t = {0};
+    tjc_text t = {0};
     for (int i = 0; !st && i < n_profs; i++) {
         const phase_rows *ph = &phases[i];
         if (!ph->replays) {
-            tji_put(&t, "%s: no replays recorded\n", ph->phase);
+            tjc_put(&t, "%s: no replays recorded\n", ph->phase);
             continue;
         }
         int64_t sum_ns = 0, calls = 0;
@@ -140,10 +140,10 @@ char *tj_profile_report(const tj_program *p) {
             instrs += ph->rows[r].instrs;
         }
         double per_replay = (double)ph->replay_ns / (double)ph->replays;
-        tji_put(&t, "%s: %lld replays, %.3f ms each; the instructions take %.3f ms of it (%.1f%%)\n",
+        tjc_put(&t, "%s: %lld replays, %.3f ms each; the instructions take %.3f ms of it (%.1f%%)\n",
             ph->phase, (long long)ph->replays, per_replay * 1e-6, (double)sum_ns / (double)ph->replays * 1e-6,
             ph->replay_ns ? 100.0 * (double)sum_ns / (double)ph->replay_ns : 0.0);
-        tji_put(&t, "  %-*s %-8s %6s %8s %10s %9s %7s %9s %8s %8s\n", width, "op / kernel", "backend",
+        tjc_put(&t, "  %-*s %-8s %6s %8s %10s %9s %7s %9s %8s %8s\n", width, "op / kernel", "backend",
             "instrs", "calls", "total ms", "mean us", "share", "MB/call", "GB/s", "GFLOP/s");
         for (int r = 0; r < ph->n; r++) {
             const row *w = &ph->rows[r];
@@ -158,7 +158,7 @@ char *tj_profile_report(const tj_program *p) {
         tjc_free(t.s);
         return NULL;
     }
-    return tji_text_finish(&t);
+    return tjc_text_finish(&t);
 }
 
 /* ---- the trace file ------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #include "core/alloc.h"
 #include "code.h"
 #include "profile.h"
-#include "text.h"
+#include "core/text.h"
 
 /* Wraps the op's own message with the node it came from. */
 static tj_status node_failed(const tji_instr *I) {
@@ -151,38 +151,38 @@ tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **R,
 /* ---- printing ------------------------------------------------------------------ */
 
 
-static void regs(tji_text *t, const int *r, int n) {
-    for (int i = 0; i < n; i++) tji_put(t, i ? ", R%d" : "R%d", r[i]);
+static void regs(tjc_text *t, const int *r, int n) {
+    for (int i = 0; i < n; i++) tjc_put(t, i ? ", R%d" : "R%d", r[i]);
 }
 
 char *tji_code_to_string(const tji_code *code) {
-    tji_text t = {0};
-    tji_put(&t, "registers: %d\ninputs: ", code->n_regs);
+    tjc_text t = {0};
+    tjc_put(&t, "registers: %d\ninputs: ", code->n_regs);
     for (int i = 0; i < code->n_inputs; i++)
-        tji_put(&t, code->input_regs[i] < 0 ? "%s-" : "%sR%d", i ? ", " : "", code->input_regs[i]);
-    tji_put(&t, "\n");
+        tjc_put(&t, code->input_regs[i] < 0 ? "%s-" : "%sR%d", i ? ", " : "", code->input_regs[i]);
+    tjc_put(&t, "\n");
     for (int k = 0; k < code->n_instrs; k++) {
         const tji_instr *I = &code->instrs[k];
-        tji_put(&t, "%4d: ", k);
+        tjc_put(&t, "%4d: ", k);
         regs(&t, I->out, I->n_out);
         switch (I->code) {
-        case TJI_CALL: tji_put(&t, " = call %s(", tj_op_name(I->op)); break;
-        case TJI_CONST: tji_put(&t, " = const %%%d(", tj_node_id(I->node)); break;
-        case TJI_NONE: tji_put(&t, " = none("); break;
-        case TJI_CHUNK: tji_put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
+        case TJI_CALL: tjc_put(&t, " = call %s(", tj_op_name(I->op)); break;
+        case TJI_CONST: tjc_put(&t, " = const %%%d(", tj_node_id(I->node)); break;
+        case TJI_NONE: tjc_put(&t, " = none("); break;
+        case TJI_CHUNK: tjc_put(&t, " = chunk[chunks=%lld, dim=%lld](", (long long)I->chunks,
                             (long long)I->dim); break;
-        case TJI_FUSED: tji_put(&t, " = fused %%%d(", tj_node_id(I->node)); break;
+        case TJI_FUSED: tjc_put(&t, " = fused %%%d(", tj_node_id(I->node)); break;
         }
         regs(&t, I->in, I->n_in);
-        tji_put(&t, ")");
+        tjc_put(&t, ")");
         if (I->n_dead) {
-            tji_put(&t, "  free ");
+            tjc_put(&t, "  free ");
             regs(&t, I->dead, I->n_dead);
         }
-        tji_put(&t, "\n");
+        tjc_put(&t, "\n");
     }
-    tji_put(&t, "outputs: ");
+    tjc_put(&t, "outputs: ");
     regs(&t, code->output_regs, code->n_outputs);
-    tji_put(&t, "\n");
-    return tji_text_finish(&t);
+    tjc_put(&t, "\n");
+    return tjc_text_finish(&t);
 }

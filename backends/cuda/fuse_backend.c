@@ -23,6 +23,7 @@
 #include "backends/cuda/driver.h"
 #include "backends/cuda/fusion.h"
 #include "backends/cuda/internal.h"
+#include "backends/cuda/pointwise.h"
 #include "backends/cuda/nvrtc.h"
 #include "core/alloc.h"
 
@@ -182,7 +183,7 @@ static int first_of_name(tjf_kernel *const *ks, int i) {
 /* The source of a module of ks[0..n): the preamble and each distinct
  * kernel once; its cache key in key. NULL when out of memory. */
 static char *compose(tjf_kernel *const *ks, int n, char key[48]) {
-    const char *pre = tjcu_fuse_preamble();
+    const char *pre = tjcu_pw_preamble();
     if (!pre) return NULL;
     size_t len = strlen(pre) + 1;
     for (int i = 0; i < n; i++) len += strlen(ks[i]->text) + 1;
@@ -394,34 +395,15 @@ void tjcu_fuse_get_stats(tjcu_fuse_stats *s) {
 
 /* ---- `tjit dump --kernels --device cuda` ------------------------------------------------- */
 
-/* A spec from the types the graph gives a group's inputs. */
-static void spec_of_types(const tj_node *grp, tjf_spec *spec) {
-    memset(spec, 0, sizeof *spec);
-    spec->n_inputs = tj_node_num_inputs(grp);
-    spec->device = TJ_CUDA;
-    for (int i = 0; i < spec->n_inputs && i < TJF_MAX_ARGS; i++) {
-        const tj_type *t = tj_value_type(tj_node_input(grp, i));
-        tjf_input_spec *s = &spec->inputs[i];
-        s->dtype = (tj_dtype)t->dtype;
-        s->ndim = t->ndim;
-        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
-        int64_t want[TJ_MAX_DIMS];
-        tjc_contiguous_strides(t->sizes, t->ndim, want);
-        s->layout = TJF_CONTIGUOUS;
-        for (int d = 0; d < t->ndim; d++)
-            if (t->sizes[d] != 1 && t->strides[d] != TJ_UNKNOWN_DIM && t->strides[d] != want[d])
-                s->layout = TJF_STRIDED;
-    }
-}
 
 tj_status tjcu_fuse_dump(const tj_graph *g, const char *arch, FILE *out) {
-    const char *pre = tjcu_fuse_preamble();
+    const char *pre = tjcu_pw_preamble();
     if (!pre) return tj_last_status();
     int k = 0;
     for (tj_node *n = tj_block_first(tj_graph_block((tj_graph *)g)); n; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) != TJ_NODE_FUSION_GROUP) continue;
         tjf_spec spec;
-        spec_of_types(n, &spec);
+        tjf_spec_of_types(n, &spec);
         char name[32];
         snprintf(name, sizeof name, "tjf_group%d", tj_node_id(n));
         tjcu_fuse_layout L;

@@ -10,128 +10,46 @@
  * per-op kernels do), evaluates its row's expression and keeps the result;
  * outputs are stored at the linear index, contiguous. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backends/cpu/cpu.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
 #include "core/alloc.h"
+#include "core/text.h"
 #include "core/ptrmap.h"
 
 /* ---- text ------------------------------------------------------------------- */
 
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} text;
 
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    if (t->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap * 2 : 4096;
-        while (cap <= t->len + (size_t)n) cap *= 2;
-        char *s = tjc_realloc(t->s, cap);
-        if (!s) {
-            t->failed = true;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-}
-
-static const char *storage_type(tj_dtype d) {
-    switch (d) {
-    case TJ_F32: return "float";
-    case TJ_F64: return "double";
-    case TJ_I64: return "long long";
-    default: return "unsigned char";
-    }
-}
-static const char *compute_type(tj_dtype d) {
-    switch (d) {
-    case TJ_F32: return "float";
-    case TJ_F64: return "double";
-    case TJ_I64: return "tjm::i64";
-    default: return "bool";
-    }
-}
-static const char *suffix(tj_dtype d) {
-    switch (d) {
-    case TJ_F32: return "f32";
-    case TJ_F64: return "f64";
-    case TJ_I64: return "i64";
-    default: return "b8";
-    }
-}
 
 /* A double as a C++ literal of dtype d's compute type, converted as the
  * per-op kernels convert parameters (integer_limit: where an i64 saturates). */
-static void put_literal(text *t, tj_dtype d, double v, double integer_limit) {
+static void put_literal(tjc_text *t, tj_dtype d, double v, double integer_limit) {
     switch (d) {
     case TJ_F32:
     case TJ_F64: {
         double x = d == TJ_F32 ? (double)(float)v : v;
         const char *cast = d == TJ_F32 ? "(float)" : "(double)";
-        if (isnan(x)) put(t, "%sNAN", cast);
-        else if (isinf(x)) put(t, "%s%sINFINITY", cast, x < 0 ? "-" : "");
-        else put(t, "%s%a", cast, x);
+        if (isnan(x)) tjc_put(t, "%sNAN", cast);
+        else if (isinf(x)) tjc_put(t, "%s%sINFINITY", cast, x < 0 ? "-" : "");
+        else tjc_put(t, "%s%a", cast, x);
         break;
     }
     case TJ_I64: {
         long long i = v != v ? 0 : v >= integer_limit ? INT64_MAX : v <= -integer_limit ? INT64_MIN
                                                                                           : (long long)v;
-        if (i == INT64_MIN) put(t, "tjm::i64(-9223372036854775807LL - 1)");
-        else put(t, "tjm::i64(%lldLL)", i);
+        if (i == INT64_MIN) tjc_put(t, "tjm::i64(-9223372036854775807LL - 1)");
+        else tjc_put(t, "tjm::i64(%lldLL)", i);
         break;
     }
-    default: put(t, "%s", v != 0 ? "true" : "false"); break;
+    default: tjc_put(t, "%s", v != 0 ? "true" : "false"); break;
     }
 }
 
-const char *tjcu_fuse_preamble(void) {
-    static _Atomic(char *) made;
-    char *p = atomic_load(&made);
-    if (p) return p;
-    text t = {0};
-    put(&t, "#include \"tjcu_builtins.h\"\n");
-    static const char *const headers[] = {"tjcu_kernel.h", "tjm_cuda.h", "tjcu_pointwise.h"};
-    for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
-        const char *h = tjcu_source_text(headers[k]);
-        if (!h) {
-            tjc_free(t.s);
-            tjc_error(TJ_ERR_INTERNAL, "cuda fuser: %s is not embedded in the library", headers[k]);
-            return NULL;
-        }
-        put(&t, "/* ---- %s (the library's embedded copy) ---- */\n%s\n", headers[k], h);
-    }
-    if (t.failed) {
-        tjc_free(t.s);
-        tjc_error(TJ_ERR_MEMORY, "cuda fuser: out of memory");
-        return NULL;
-    }
-    char *expected = NULL;
-    if (atomic_compare_exchange_strong(&made, &expected, t.s)) return t.s;
-    tjc_free(t.s);
-    return expected;
-}
 
 /* ---- the layout ----------------------------------------------------------------- */
 
@@ -354,7 +272,7 @@ static void plan_dims(gen *G) {
 
 /* The device function of node j: its row's expression in namespace tjm, the
  * parameters as literals of the compute dtype. */
-static tj_status put_node_function(text *t, const char *name, int j, const tj_node *node,
+static tj_status put_node_function(tjc_text *t, const char *name, int j, const tj_node *node,
                                    tj_dtype compute, tj_dtype result) {
     const tj_op_info *op = tj_node_op((tj_node *)node);
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
@@ -363,78 +281,78 @@ static tj_status put_node_function(text *t, const char *name, int j, const tj_no
         return tjc_error(TJ_ERR_UNSUPPORTED, "%s has no pointwise expression", op->name);
     double prm[2];
     tjcpu_pw_params(op, tj_node_attrs((tj_node *)node), prm);
-    const char *T = compute_type(compute);
-    put(t, "__device__ __forceinline__ %s %s_n%d(%s a, %s b, %s c) {\n", compute_type(result), name,
+    const char *T = tjcu_c_compute_type(compute);
+    tjc_put(t, "__device__ __forceinline__ %s %s_n%d(%s a, %s b, %s c) {\n", tjcu_c_compute_type(result), name,
         j, T, T, T);
-    put(t, "    typedef %s T;\n    const T p0 = ", T);
+    tjc_put(t, "    typedef %s T;\n    const T p0 = ", T);
     put_literal(t, compute, prm[0], 9.2e18);
-    put(t, ", p1 = ");
+    tjc_put(t, ", p1 = ");
     put_literal(t, compute, prm[1], 9.2e18);
-    put(t, ";\n    (void)a; (void)b; (void)c; (void)p0; (void)p1;\n");
-    put(t, "    return (%s)(%s); /* %s */\n}\n", compute_type(result), base->pw_expr, op->name);
+    tjc_put(t, ";\n    (void)a; (void)b; (void)c; (void)p0; (void)p1;\n");
+    tjc_put(t, "    return (%s)(%s); /* %s */\n}\n", tjcu_c_compute_type(result), base->pw_expr, op->name);
     return TJ_OK;
 }
 
 /* The element function: operand offsets from the linear index, loads, the
  * nodes, stores. */
-static tj_status put_element(gen *G, text *t, const char *name) {
+static tj_status put_element(gen *G, tjc_text *t, const char *name) {
     tjcu_fuse_layout *L = G->L;
     int nd = L->ndim;
-    put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_element(const %s_args &A, "
+    tjc_put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_element(const %s_args &A, "
            "I i) {\n", name, name);
     if (nd > 1) {
-        put(t, "    I c[%d];\n    I r = i;\n", nd);
+        tjc_put(t, "    I c[%d];\n    I r = i;\n", nd);
         for (int d = nd - 1; d > 0; d--)
-            put(t, "    c[%d] = r %% (I)%lldLL; r /= (I)%lldLL;\n", d, (long long)L->sizes[d],
+            tjc_put(t, "    c[%d] = r %% (I)%lldLL; r /= (I)%lldLL;\n", d, (long long)L->sizes[d],
                 (long long)L->sizes[d]);
-        put(t, "    c[0] = r;\n");
+        tjc_put(t, "    c[0] = r;\n");
     } else if (nd == 1) {
-        put(t, "    I c[1] = {i};\n");
+        tjc_put(t, "    I c[1] = {i};\n");
     }
     int rt = 0;
     for (int k = 0; k < L->n_operands; k++) {
         const tjcu_fuse_operand *op = &L->operand[k];
-        put(t, "    const %s x%d = ((const %s *)A.p[%d])[", storage_type(op->dtype), k,
-            storage_type(op->dtype), L->n_outputs + k);
+        tjc_put(t, "    const %s x%d = ((const %s *)A.p[%d])[", tjcu_c_storage_type(op->dtype), k,
+            tjcu_c_storage_type(op->dtype), L->n_outputs + k);
         if (op->runtime) {
-            put(t, "(D)0");
-            for (int d = 0; d < nd; d++) put(t, " + (D)c[%d] * (D)A.st[%d][%d]", d, rt, d);
+            tjc_put(t, "(D)0");
+            for (int d = 0; d < nd; d++) tjc_put(t, " + (D)c[%d] * (D)A.st[%d][%d]", d, rt, d);
             rt++;
         } else if (op->whole && G->kept_st[k][nd ? nd - 1 : 0] != 0 && nd > 0) {
-            put(t, "i");
+            tjc_put(t, "i");
         } else {
-            put(t, "(D)0");
+            tjc_put(t, "(D)0");
             for (int d = 0; d < nd; d++)
-                if (G->kept_st[k][d]) put(t, " + (D)c[%d] * (D)%lldLL", d, (long long)G->kept_st[k][d]);
+                if (G->kept_st[k][d]) tjc_put(t, " + (D)c[%d] * (D)%lldLL", d, (long long)G->kept_st[k][d]);
         }
-        put(t, "];\n    const %s v_x%d = tjm::cv_%s(x%d);\n", compute_type(op->dtype), k,
-            suffix(op->dtype), k);
+        tjc_put(t, "];\n    const %s v_x%d = tjm::cv_%s(x%d);\n", tjcu_c_compute_type(op->dtype), k,
+            tjcu_c_suffix(op->dtype), k);
     }
-    for (int m = 0; m < L->n_stores; m++) put(t, "    %s y%d;\n", storage_type(L->store_dtype[m]), m);
-    put(t, "    %s_compute(", name);
-    for (int k = 0; k < L->n_operands; k++) put(t, "%sv_x%d", k ? ", " : "", k);
-    for (int m = 0; m < L->n_stores; m++) put(t, "%sy%d", L->n_operands + m ? ", " : "", m);
-    put(t, ");\n");
+    for (int m = 0; m < L->n_stores; m++) tjc_put(t, "    %s y%d;\n", tjcu_c_storage_type(L->store_dtype[m]), m);
+    tjc_put(t, "    %s_compute(", name);
+    for (int k = 0; k < L->n_operands; k++) tjc_put(t, "%sv_x%d", k ? ", " : "", k);
+    for (int m = 0; m < L->n_stores; m++) tjc_put(t, "%sy%d", L->n_operands + m ? ", " : "", m);
+    tjc_put(t, ");\n");
     for (int m = 0; m < L->n_stores; m++) {
-        put(t, "    ((%s *)A.p[%d])[", storage_type(L->store_dtype[m]), G->store_output[m]);
+        tjc_put(t, "    ((%s *)A.p[%d])[", tjcu_c_storage_type(L->store_dtype[m]), G->store_output[m]);
         if (G->store_whole[m]) {
-            put(t, "i");
+            tjc_put(t, "i");
         } else {
-            put(t, "(D)%lldLL", (long long)G->store_offset[m]);
+            tjc_put(t, "(D)%lldLL", (long long)G->store_offset[m]);
             for (int d = 0; d < nd; d++)
-                if (G->kept_store_st[m][d]) put(t, " + (D)c[%d] * (D)%lldLL", d, (long long)G->kept_store_st[m][d]);
+                if (G->kept_store_st[m][d]) tjc_put(t, " + (D)c[%d] * (D)%lldLL", d, (long long)G->kept_store_st[m][d]);
         }
-        put(t, "] = y%d;\n", m);
+        tjc_put(t, "] = y%d;\n", m);
     }
-    put(t, "}\n");
+    tjc_put(t, "}\n");
     return TJ_OK;
 }
 
 /* The name of value v's variable in the compute function. */
-static void put_value(text *t, tjc_ptrmap *operand_of, tjc_ptrmap *value_of, tj_value *v) {
+static void put_value(tjc_text *t, tjc_ptrmap *operand_of, tjc_ptrmap *value_of, tj_value *v) {
     intptr_t k = (intptr_t)tjc_ptrmap_get(operand_of, v);
-    if (k) put(t, "x%d", (int)k - 1);
-    else put(t, "v%d", (int)(intptr_t)tjc_ptrmap_get(value_of, v) - 1);
+    if (k) tjc_put(t, "x%d", (int)k - 1);
+    else tjc_put(t, "v%d", (int)(intptr_t)tjc_ptrmap_get(value_of, v) - 1);
 }
 
 static tj_dtype dtype_of(const tjcu_fuse_layout *L, tjc_ptrmap *operand_of, tjc_ptrmap *value_of,
@@ -445,15 +363,15 @@ static tj_dtype dtype_of(const tjcu_fuse_layout *L, tjc_ptrmap *operand_of, tjc_
 }
 
 /* The compute function: every node, then the outputs' stores at index i. */
-static tj_status put_compute(gen *G, text *t, const char *name, tj_block *b, tjc_ptrmap *operand_of,
-                             tjc_ptrmap *value_of, tj_dtype *value_dtype, text *functions) {
+static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b, tjc_ptrmap *operand_of,
+                             tjc_ptrmap *value_of, tj_dtype *value_dtype, tjc_text *functions) {
     tjcu_fuse_layout *L = G->L;
-    put(t, "__device__ __forceinline__ void %s_compute(", name);
+    tjc_put(t, "__device__ __forceinline__ void %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++)
-        put(t, "%sconst %s x%d", k ? ", " : "", compute_type(L->operand[k].dtype), k);
+        tjc_put(t, "%sconst %s x%d", k ? ", " : "", tjcu_c_compute_type(L->operand[k].dtype), k);
     for (int m = 0; m < L->n_stores; m++)
-        put(t, "%s%s &y%d", L->n_operands + m ? ", " : "", storage_type(L->store_dtype[m]), m);
-    put(t, ") {\n");
+        tjc_put(t, "%s%s &y%d", L->n_operands + m ? ", " : "", tjcu_c_storage_type(L->store_dtype[m]), m);
+    tjc_put(t, ") {\n");
     int j = 0;
     for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == G->cat) continue;
@@ -477,20 +395,20 @@ static tj_status put_compute(gen *G, text *t, const char *name, tj_block *b, tjc
         if (st) return st;
         const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
         const tj_op_info *base = form->scalar_base >= 0 ? tjc_op(form->scalar_base) : form;
-        put(t, "    const %s v%d = tjm::%s_n%d(", compute_type(result), j, name, j);
+        tjc_put(t, "    const %s v%d = tjm::%s_n%d(", tjcu_c_compute_type(result), j, name, j);
         int args = 0;
         for (int i = 0; i < n_in; i++, args++) {
-            put(t, "%stjm::cv_%s(", i ? ", " : "", suffix(compute));
+            tjc_put(t, "%stjm::cv_%s(", i ? ", " : "", tjcu_c_suffix(compute));
             put_value(t, operand_of, value_of, tj_node_input(n, i));
-            put(t, ")");
+            tjc_put(t, ")");
         }
         if (form->scalar_base >= 0) {
-            put(t, "%s", args ? ", " : "");
+            tjc_put(t, "%s", args ? ", " : "");
             put_literal(t, compute, tj_node_attrs(n)[0].f, 9.2233720368547758e18);
             args++;
         }
-        for (; args < 3; args++) put(t, ", %s()", compute_type(compute));
-        put(t, ");\n");
+        for (; args < 3; args++) tjc_put(t, ", %s()", tjcu_c_compute_type(compute));
+        tjc_put(t, ");\n");
         (void)base;
         value_dtype[j] = result;
         if (!tjc_ptrmap_put(value_of, tj_node_output(n, 0), (void *)(intptr_t)(j + 1))) return TJ_ERR_MEMORY;
@@ -501,56 +419,56 @@ static tj_status put_compute(gen *G, text *t, const char *name, tj_block *b, tjc
         tj_dtype have = dtype_of(L, operand_of, value_of, value_dtype, v);
         if (have != L->store_dtype[m])
             return tjc_error(TJ_ERR_UNSUPPORTED, "an output whose dtype differs from the graph's");
-        put(t, "    y%d = tjm::sv_%s(", m, suffix(have));
+        tjc_put(t, "    y%d = tjm::sv_%s(", m, tjcu_c_suffix(have));
         put_value(t, operand_of, value_of, v);
-        put(t, ");\n");
+        tjc_put(t, ");\n");
     }
-    put(t, "}\n");
+    tjc_put(t, "}\n");
     return TJ_OK;
 }
 
-static void put_entry_points(const gen *G, text *t, const char *name) {
+static void put_entry_points(const gen *G, tjc_text *t, const char *name) {
     const tjcu_fuse_layout *L = G->L;
     static const char *const index[2][2] = {{"unsigned", "int"}, {"unsigned long long", "long long"}};
     for (int w = 0; w < 2; w++) {
-        put(t, "extern \"C\" __global__ void %s_%s(%s_args A) {\n", name, w ? "i64" : "i32", name);
-        put(t, "    typedef %s I;\n", index[w][0]);
-        put(t, "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)A.n; "
+        tjc_put(t, "extern \"C\" __global__ void %s_%s(%s_args A) {\n", name, w ? "i64" : "i32", name);
+        tjc_put(t, "    typedef %s I;\n", index[w][0]);
+        tjc_put(t, "    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)A.n; "
                "i += (I)blockDim.x * gridDim.x)\n        %s_element<I, %s>(A, i);\n}\nTJCU_EXPORT(%s_%s)\n",
             name, index[w][1], name, w ? "i64" : "i32");
     }
     if (!L->vectorisable) return;
     /* vectorised: four elements a thread, every operand whole or one element */
-    put(t, "extern \"C\" __global__ void %s_vec(%s_args A) {\n", name, name);
-    put(t, "    typedef unsigned long long I;\n    const I groups = (I)A.n / 4;\n");
-    put(t, "    for (I q = (I)blockIdx.x * blockDim.x + threadIdx.x; q < groups; "
+    tjc_put(t, "extern \"C\" __global__ void %s_vec(%s_args A) {\n", name, name);
+    tjc_put(t, "    typedef unsigned long long I;\n    const I groups = (I)A.n / 4;\n");
+    tjc_put(t, "    for (I q = (I)blockIdx.x * blockDim.x + threadIdx.x; q < groups; "
            "q += (I)blockDim.x * gridDim.x) {\n");
     for (int k = 0; k < L->n_operands; k++) {
-        const char *S = storage_type(L->operand[k].dtype);
+        const char *S = tjcu_c_storage_type(L->operand[k].dtype);
         bool scalar = true;
         for (int d = 0; d < L->ndim; d++) scalar = scalar && G->kept_st[k][d] == 0;
         if (scalar)
-            put(t, "        const %s s%d = *(const %s *)A.p[%d];\n", S, k, S, L->n_outputs + k);
+            tjc_put(t, "        const %s s%d = *(const %s *)A.p[%d];\n", S, k, S, L->n_outputs + k);
         else
-            put(t, "        const TjpwVec4<%s> w%d = ((const TjpwVec4<%s> *)A.p[%d])[q];\n", S, k, S,
+            tjc_put(t, "        const TjpwVec4<%s> w%d = ((const TjpwVec4<%s> *)A.p[%d])[q];\n", S, k, S,
                 L->n_outputs + k);
     }
     for (int o = 0; o < L->n_stores; o++)
-        put(t, "        TjpwVec4<%s> r%d;\n", storage_type(L->store_dtype[o]), o);
-    put(t, "#pragma unroll\n        for (int j = 0; j < 4; j++)\n            %s_compute(", name);
+        tjc_put(t, "        TjpwVec4<%s> r%d;\n", tjcu_c_storage_type(L->store_dtype[o]), o);
+    tjc_put(t, "#pragma unroll\n        for (int j = 0; j < 4; j++)\n            %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++) {
         bool scalar = true;
         for (int d = 0; d < L->ndim; d++) scalar = scalar && G->kept_st[k][d] == 0;
-        if (scalar) put(t, "%stjm::cv_%s(s%d)", k ? ", " : "", suffix(L->operand[k].dtype), k);
-        else put(t, "%stjm::cv_%s(w%d.v[j])", k ? ", " : "", suffix(L->operand[k].dtype), k);
+        if (scalar) tjc_put(t, "%stjm::cv_%s(s%d)", k ? ", " : "", tjcu_c_suffix(L->operand[k].dtype), k);
+        else tjc_put(t, "%stjm::cv_%s(w%d.v[j])", k ? ", " : "", tjcu_c_suffix(L->operand[k].dtype), k);
     }
-    for (int o = 0; o < L->n_stores; o++) put(t, "%sr%d.v[j]", L->n_operands + o ? ", " : "", o);
-    put(t, ");\n");
+    for (int o = 0; o < L->n_stores; o++) tjc_put(t, "%sr%d.v[j]", L->n_operands + o ? ", " : "", o);
+    tjc_put(t, ");\n");
     for (int o = 0; o < L->n_stores; o++)
-        put(t, "        ((TjpwVec4<%s> *)A.p[%d])[q] = r%d;\n", storage_type(L->store_dtype[o]), o, o);
-    put(t, "    }\n");
-    put(t, "    const I i = groups * 4 + (I)blockIdx.x * blockDim.x + threadIdx.x;\n");
-    put(t, "    if (i < (I)A.n) %s_element<I, long long>(A, i);\n}\nTJCU_EXPORT(%s_vec)\n", name, name);
+        tjc_put(t, "        ((TjpwVec4<%s> *)A.p[%d])[q] = r%d;\n", tjcu_c_storage_type(L->store_dtype[o]), o, o);
+    tjc_put(t, "    }\n");
+    tjc_put(t, "    const I i = groups * 4 + (I)blockIdx.x * blockDim.x + threadIdx.x;\n");
+    tjc_put(t, "    if (i < (I)A.n) %s_element<I, long long>(A, i);\n}\nTJCU_EXPORT(%s_vec)\n", name, name);
 }
 
 char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, const char *name,
@@ -566,7 +484,7 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
     tjc_ptrmap_init(&shape_of);
     tjc_ptrmap_init(&operand_of);
     tjc_ptrmap_init(&value_of);
-    text t = {0}, fns = {0}, body = {0};
+    tjc_text t = {0}, fns = {0}, body = {0};
     tj_status st = G && pool && value_dtype ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "out of memory");
     if (st == TJ_OK && spec->n_inputs != tj_block_num_inputs(b))
         st = tjc_error(TJ_ERR_INTERNAL, "cuda fuser: the spec has %d inputs, the group %d",
@@ -607,19 +525,19 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
                                                  L->args_bytes);
     }
     if (st == TJ_OK) {
-        put(&t, "/* ---- fusion group %s: %d operands, %d outputs, iteration [", name, L->n_operands,
+        tjc_put(&t, "/* ---- fusion group %s: %d operands, %d outputs, iteration [", name, L->n_operands,
             L->n_outputs);
-        for (int d = 0; d < G->it.ndim; d++) put(&t, "%s%lld", d ? ", " : "", (long long)G->it.sizes[d]);
-        put(&t, "] ---- */\n");
-        put(&t, "struct %s_args {\n    void *p[%d];\n", name, L->n_outputs + L->n_operands);
-        if (L->n_runtime) put(&t, "    long long st[%d][%d];\n", L->n_runtime, L->ndim ? L->ndim : 1);
-        put(&t, "    long long n;\n};\n");
-        put(&fns, "namespace tjm {\n");
+        for (int d = 0; d < G->it.ndim; d++) tjc_put(&t, "%s%lld", d ? ", " : "", (long long)G->it.sizes[d]);
+        tjc_put(&t, "] ---- */\n");
+        tjc_put(&t, "struct %s_args {\n    void *p[%d];\n", name, L->n_outputs + L->n_operands);
+        if (L->n_runtime) tjc_put(&t, "    long long st[%d][%d];\n", L->n_runtime, L->ndim ? L->ndim : 1);
+        tjc_put(&t, "    long long n;\n};\n");
+        tjc_put(&fns, "namespace tjm {\n");
         st = put_compute(G, &body, name, b, &operand_of, &value_of, value_dtype, &fns);
-        put(&fns, "} /* namespace tjm */\n");
+        tjc_put(&fns, "} /* namespace tjm */\n");
     }
     if (st == TJ_OK) {
-        put(&t, "%s%s", fns.s ? fns.s : "", body.s ? body.s : "");
+        tjc_put(&t, "%s%s", fns.s ? fns.s : "", body.s ? body.s : "");
         st = put_element(G, &t, name);
         put_entry_points(G, &t, name);
     }
@@ -643,7 +561,7 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
 
 char *tjcu_fuse_source(const tj_graph *subgraph, const tjf_spec *spec, const char *name) {
     tjcu_fuse_layout L;
-    const char *pre = tjcu_fuse_preamble();
+    const char *pre = tjcu_pw_preamble();
     char *k = pre ? tjcu_fuse_kernel_text(subgraph, spec, name, &L) : NULL;
     if (!k) return NULL;
     size_t a = strlen(pre), n = strlen(k);

@@ -68,9 +68,6 @@ typedef struct tjcu_fuse_layout {
  * (TJ_ERR_UNSUPPORTED naming the node) for what a kernel cannot express. */
 char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, const char *name,
                             tjcu_fuse_layout *layout);
-/* What every module of fused kernels starts with: tjcu_builtins.h's include
- * and the library's embedded copies of the device headers it uses. */
-const char *tjcu_fuse_preamble(void);
 
 /* The backend ("cuda"). */
 const tjf_backend *tjcu_fuse_backend(void);

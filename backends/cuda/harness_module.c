@@ -394,21 +394,15 @@ static tj_status load_locked(const char *name, const char *source, tjh_module **
 typedef struct precompile_job {
     const char *const *names, *const *sources;
     char (*paths)[1100]; /* "" for a module already compiled */
-    int n;
-    atomic_int next;
 } precompile_job;
 
-static void *precompile_worker(void *arg) {
-    precompile_job *job = arg;
-    for (int i; (i = atomic_fetch_add(&job->next, 1)) < job->n;) {
-        if (job->paths[i][0] && compile(job->names[i], job->sources[i], job->paths[i]) != TJ_OK)
-            tj_clear_error(); /* the load compiles it again and reports why */
-    }
-    return NULL;
+static void precompile_one(void *ctx, int i) {
+    precompile_job *job = ctx;
+    if (job->paths[i][0] && compile(job->names[i], job->sources[i], job->paths[i]) != TJ_OK)
+        tj_clear_error(); /* the load compiles it again and reports why */
 }
 
 void tjh_precompile(const char *const *names, const char *const *sources, int n) {
-    enum { MAX_THREADS = 16 };
     char (*paths)[1100] = n > 0 ? tjc_calloc((size_t)n, sizeof *paths) : NULL;
     if (!paths) return;
     pthread_mutex_lock(&lock);
@@ -423,16 +417,8 @@ void tjh_precompile(const char *const *names, const char *const *sources, int n)
         if (distrust(paths[i], false) == NULL) paths[i][0] = '\0'; /* in the cache already */
     }
     pthread_mutex_unlock(&lock);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
-    if (threads > n) threads = n;
-    precompile_job job = {names, sources, paths, n, 0};
-    pthread_t t[MAX_THREADS];
-    int started = 0;
-    for (int i = 1; i < threads; i++)
-        if (pthread_create(&t[started], NULL, precompile_worker, &job) == 0) started++;
-    precompile_worker(&job);
-    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    precompile_job job = {names, sources, paths};
+    tjcu_parallel_for(n, precompile_one, &job);
     tjc_free(paths);
 }
 

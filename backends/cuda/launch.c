@@ -115,20 +115,9 @@ tj_status tjcu_launch_source(const char *what, tj_device dev, const char *key, c
                              size_t dynamic_shared, void **args) {
     if (tjcu_check_device(what, dev)) return tj_last_status();
     if (grid.x == 0 || grid.y == 0 || grid.z == 0) return TJ_OK; /* nothing to do */
-    const tjcu_driver *drv = tjcu_state_driver();
-    void *fn = function_for(drv, what, dev.index, key, source, kernel);
-    void *stream = fn ? tjcu_stream(dev) : NULL;
-    if (!stream) return tj_last_status();
-    tj_status st = drv->launch(dev.index, fn, grid, block, dynamic_shared, stream, args);
-    if (st) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", tj_last_error());
-        return tjc_error(st, "%s: launching %s (grid %u x %u x %u, block %u x %u x %u) on cuda:%d: "
-                         "%s", what, kernel, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                         dev.index, msg);
-    }
-    tjcu_note_launch(dev, kernel);
-    return TJ_OK;
+    void *fn = function_for(tjcu_state_driver(), what, dev.index, key, source, kernel);
+    if (!fn) return tj_last_status();
+    return tjcu_launch_function(what, dev, fn, kernel, grid, block, dynamic_shared, args);
 }
 
 void *tjcu_function(const char *what, tj_device dev, const char *key, const char *source,

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/alloc.h"
 #include "backends/cuda/nvrtc.h"
@@ -105,40 +104,26 @@ tj_status tjcu_nvrtc_compile_cached(const char *name, const char *source, const 
 typedef struct precompile_job {
     const char *const *names, *const *sources;
     const char *arch;
-    int n;
-    _Atomic int next;
 } precompile_job;
 
-static void *precompile_worker(void *arg) {
-    precompile_job *job = arg;
-    for (int i; (i = atomic_fetch_add(&job->next, 1)) < job->n;) {
-        char *key = cubin_key(job->sources[i], job->arch);
-        ahead *a = key ? tjc_calloc(1, sizeof *a) : NULL;
-        if (a && compile_keyed(job->names[i], job->sources[i], job->arch, key, &a->image, &a->size) == TJ_OK) {
-            a->key_hash = fnv1a(key);
-            pthread_mutex_lock(&ahead_lock);
-            a->next = waiting;
-            waiting = a;
-            pthread_mutex_unlock(&ahead_lock);
-        } else {
-            tjc_free(a); /* the load compiles it again and reports the error */
-            tj_clear_error();
-        }
-        tjc_free(key);
+static void precompile_one(void *ctx, int i) {
+    precompile_job *job = ctx;
+    char *key = cubin_key(job->sources[i], job->arch);
+    ahead *a = key ? tjc_calloc(1, sizeof *a) : NULL;
+    if (a && compile_keyed(job->names[i], job->sources[i], job->arch, key, &a->image, &a->size) == TJ_OK) {
+        a->key_hash = fnv1a(key);
+        pthread_mutex_lock(&ahead_lock);
+        a->next = waiting;
+        waiting = a;
+        pthread_mutex_unlock(&ahead_lock);
+    } else {
+        tjc_free(a); /* the load compiles it again and reports the error */
+        tj_clear_error();
     }
-    return NULL;
+    tjc_free(key);
 }
 
 void tjcu_nvrtc_precompile(const char *const *names, const char *const *sources, int n, const char *arch) {
-    enum { MAX_THREADS = 16 };
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
-    if (threads > n) threads = n;
-    precompile_job job = {names, sources, arch, n, 0};
-    pthread_t t[MAX_THREADS];
-    int started = 0;
-    for (int i = 1; i < threads; i++)
-        if (pthread_create(&t[started], NULL, precompile_worker, &job) == 0) started++;
-    precompile_worker(&job);
-    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
+    precompile_job job = {names, sources, arch};
+    tjcu_parallel_for(n, precompile_one, &job);
 }

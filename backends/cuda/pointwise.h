@@ -20,6 +20,18 @@
 
 /* ---- sources ------------------------------------------------------------------ */
 
+/* How generated CUDA C spells a dtype: its storage type ("unsigned char" for
+ * bool), its compute type in kernels/tjm_cuda.h ("tjm::i64"), and the suffix
+ * of the cv_ and sv_ conversions there ("b8"). */
+const char *tjcu_c_storage_type(tj_dtype d);
+const char *tjcu_c_compute_type(tj_dtype d);
+const char *tjcu_c_suffix(tj_dtype d);
+
+/* What every generated source starts with: tjcu_builtins.h's include and the
+ * library's embedded copies of tjcu_kernel.h, tjm_cuda.h and
+ * tjcu_pointwise.h (pasted, not included, so that the text is all a cache
+ * key needs). Made once; NULL with an error when it cannot be. */
+const char *tjcu_pw_preamble(void);
 /* True when a pointwise row (its base form: not .Scalar, not in-place) has a
  * kernel computing in dtype compute: the dtypes the CPU generates loops for. */
 bool tjcu_pw_takes(const tj_op_info *base, tj_dtype compute);

@@ -26,10 +26,12 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/text.h"
 #include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
 
-static const char *storage_type(tj_dtype d) {
+
+const char *tjcu_c_storage_type(tj_dtype d) {
     switch (d) {
     case TJ_F32: return "float";
     case TJ_F64: return "double";
@@ -37,15 +39,17 @@ static const char *storage_type(tj_dtype d) {
     default: return "unsigned char"; /* bool: one byte, 0 or 1 */
     }
 }
-static const char *compute_type(tj_dtype d) {
+
+const char *tjcu_c_compute_type(tj_dtype d) {
     switch (d) {
     case TJ_F32: return "float";
     case TJ_F64: return "double";
-    case TJ_I64: return "i64"; /* tjm::i64, whose arithmetic wraps */
+    case TJ_I64: return "tjm::i64"; /* whose arithmetic wraps */
     default: return "bool";
     }
 }
-static const char *suffix(tj_dtype d) {
+
+const char *tjcu_c_suffix(tj_dtype d) {
     switch (d) {
     case TJ_F32: return "f32";
     case TJ_F64: return "f64";
@@ -70,48 +74,12 @@ tj_dtype tjcu_pw_result(const tj_op_info *base, tj_dtype compute) {
     return base->pw_rule == TJC_PW_COMPARE || base->pw_rule == TJC_PW_LOGICAL ? TJ_BOOL : compute;
 }
 
-/* A growing string; on allocation failure it stays failed and yields NULL. */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    bool failed;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    if (t->failed) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = (t->cap ? t->cap : 2048) * 2;
-        while (cap <= t->len + (size_t)n) cap *= 2;
-        char *s = tjc_realloc(t->s, cap);
-        if (!s) {
-            t->failed = true;
-            return;
-        }
-        t->s = s;
-        t->cap = cap;
-    }
-}
-
-/* The source of Op: operands x0 (in dtype x0) and x1, x2 (in compute),
- * evaluating expr in compute and storing (R)(expr) as dtype out. */
-static char *generate(const char *title, const char *expr, int arity, tj_dtype x0,
-                      tj_dtype compute, tj_dtype result, tj_dtype out) {
-    const char *T = compute_type(compute), *cv = suffix(compute);
-    text t = {0};
-    put(&t, "#include \"tjcu_builtins.h\"\n");
+const char *tjcu_pw_preamble(void) {
+    static _Atomic(char *) made;
+    char *p = atomic_load(&made);
+    if (p) return p;
+    tjc_text t = {0};
+    tjc_put(&t, "#include \"tjcu_builtins.h\"\n");
     static const char *const headers[] = {"tjcu_kernel.h", "tjm_cuda.h", "tjcu_pointwise.h"};
     for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
         const char *h = tjcu_source_text(headers[k]);
@@ -120,22 +88,39 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
             tjc_error(TJ_ERR_INTERNAL, "cuda: %s is not embedded in the library", headers[k]);
             return NULL;
         }
-        put(&t, "/* ---- %s (the library's embedded copy) ---- */\n%s\n", headers[k], h);
+        tjc_put(&t, "/* ---- %s (the library's embedded copy) ---- */\n%s\n", headers[k], h);
     }
-    put(&t, "/* ---- the kernels ---- */\n");
-    put(&t, "/* %s */\nnamespace tjm {\nstruct Op {\n", title);
-    put(&t, "    typedef %s X0;\n    typedef %s X1;\n    typedef %s X2;\n", storage_type(x0),
-        storage_type(compute), storage_type(compute));
-    put(&t, "    typedef %s Y;\n    typedef %s P;\n    enum { arity = %d };\n", storage_type(out),
-        storage_type(compute), arity);
-    put(&t, "    static __device__ __forceinline__ Y apply(X0 x0, X1 x1, X2 x2, P p0_, P p1_) {\n");
-    put(&t, "        typedef %s T;\n", T);
-    put(&t, "        const T a = cv_%s(x0), b = cv_%s(x1), c = cv_%s(x2);\n", cv, cv, cv);
-    put(&t, "        const T p0 = cv_%s(p0_), p1 = cv_%s(p1_);\n", cv, cv);
-    put(&t, "        (void)a;\n        (void)b;\n        (void)c;\n        (void)p0;\n"
+    char *text = tjc_text_finish(&t);
+    if (!text) return NULL;
+    char *expected = NULL;
+    if (atomic_compare_exchange_strong(&made, &expected, text)) return text;
+    tjc_free(text);
+    return expected;
+}
+
+/* The source of Op: operands x0 (in dtype x0) and x1, x2 (in compute),
+ * evaluating expr in compute and storing (R)(expr) as dtype out. */
+static char *generate(const char *title, const char *expr, int arity, tj_dtype x0,
+                      tj_dtype compute, tj_dtype result, tj_dtype out) {
+    const char *T = tjcu_c_compute_type(compute), *cv = tjcu_c_suffix(compute);
+    const char *pre = tjcu_pw_preamble();
+    if (!pre) return NULL;
+    tjc_text t = {0};
+    tjc_put(&t, "%s", pre);
+    tjc_put(&t, "/* ---- the kernels ---- */\n");
+    tjc_put(&t, "/* %s */\nnamespace tjm {\nstruct Op {\n", title);
+    tjc_put(&t, "    typedef %s X0;\n    typedef %s X1;\n    typedef %s X2;\n", tjcu_c_storage_type(x0),
+        tjcu_c_storage_type(compute), tjcu_c_storage_type(compute));
+    tjc_put(&t, "    typedef %s Y;\n    typedef %s P;\n    enum { arity = %d };\n", tjcu_c_storage_type(out),
+        tjcu_c_storage_type(compute), arity);
+    tjc_put(&t, "    static __device__ __forceinline__ Y apply(X0 x0, X1 x1, X2 x2, P p0_, P p1_) {\n");
+    tjc_put(&t, "        typedef %s T;\n", T);
+    tjc_put(&t, "        const T a = cv_%s(x0), b = cv_%s(x1), c = cv_%s(x2);\n", cv, cv, cv);
+    tjc_put(&t, "        const T p0 = cv_%s(p0_), p1 = cv_%s(p1_);\n", cv, cv);
+    tjc_put(&t, "        (void)a;\n        (void)b;\n        (void)c;\n        (void)p0;\n"
             "        (void)p1;\n");
-    put(&t, "        return sv_%s((%s)(%s));\n    }\n};\n} /* namespace tjm */\n\n", suffix(out),
-        compute_type(result), expr);
+    tjc_put(&t, "        return sv_%s((%s)(%s));\n    }\n};\n} /* namespace tjm */\n\n", tjcu_c_suffix(out),
+        tjcu_c_compute_type(result), expr);
     static const struct {
         const char *name, *call;
     } kernels[] = {
@@ -145,7 +130,7 @@ static char *generate(const char *title, const char *expr, int arity, tj_dtype x
         {"tjpw_strided64", "tjpw_strided_loop<tjm::Op, unsigned long long, long long>"},
     };
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
-        put(&t, "extern \"C\" __global__ void %s(TensorArg o, TensorArg x0, TensorArg x1, "
+        tjc_put(&t, "extern \"C\" __global__ void %s(TensorArg o, TensorArg x0, TensorArg x1, "
                 "TensorArg x2, long long n, int flags, tjm::Op::P p0, tjm::Op::P p1, "
                 "tjm::Op::P s) {\n    %s(o, x0, x1, x2, n, flags, p0, p1, s);\n}\n"
                 "TJCU_EXPORT(%s)\n",

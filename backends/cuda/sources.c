@@ -1,7 +1,9 @@
 /* sources.c — lookups in the embedded table and the walk over every kernel
  * source, embedded and generated (sources.h). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "sources.h"
@@ -77,4 +79,31 @@ void tjcu_remove_source_provider(tjcu_source_provider p) {
             break;
         }
     pthread_mutex_unlock(&lock);
+}
+
+typedef struct parallel_job {
+    void (*fn)(void *ctx, int i);
+    void *ctx;
+    int n;
+    atomic_int next;
+} parallel_job;
+
+static void *parallel_worker(void *arg) {
+    parallel_job *job = arg;
+    for (int i; (i = atomic_fetch_add(&job->next, 1)) < job->n;) job->fn(job->ctx, i);
+    return NULL;
+}
+
+void tjcu_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx) {
+    enum { MAX_THREADS = 16 };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = (int)(cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : cpus);
+    if (threads > n) threads = n;
+    parallel_job job = {fn, ctx, n, 0};
+    pthread_t t[MAX_THREADS];
+    int started = 0;
+    for (int i = 1; i < threads; i++)
+        if (pthread_create(&t[started], NULL, parallel_worker, &job) == 0) started++;
+    parallel_worker(&job); /* when no thread starts, the caller does it all */
+    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
 }

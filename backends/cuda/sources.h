@@ -43,4 +43,8 @@ bool tjcu_for_each_source(tjcu_source_fn fn, void *ctx);
 tj_status tjcu_add_source_provider(tjcu_source_provider p);
 void tjcu_remove_source_provider(tjcu_source_provider p);
 
+/* Calls fn(ctx, i) for every i in [0, n) on the machine's cores (at most 16
+ * threads, the caller's among them): compilers of many sources at once. */
+void tjcu_parallel_for(int n, void (*fn)(void *ctx, int i), void *ctx);
+
 #endif

@@ -169,26 +169,6 @@ char *tjl_kernel_text(const tj_graph *sub, const tjf_spec *spec, bool libm, tjl_
     return out;
 }
 
-/* A spec from the types the graph gives a group's inputs (unknown strides
- * taken as contiguous). */
-static void spec_of_types(const tj_node *grp, tjf_spec *spec) {
-    memset(spec, 0, sizeof *spec);
-    spec->n_inputs = tj_node_num_inputs(grp);
-    spec->device = TJ_CPU;
-    for (int i = 0; i < spec->n_inputs && i < TJF_MAX_ARGS; i++) {
-        const tj_type *t = tj_value_type(tj_node_input(grp, i));
-        tjf_input_spec *s = &spec->inputs[i];
-        s->dtype = (tj_dtype)t->dtype;
-        s->ndim = t->ndim;
-        memcpy(s->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
-        int64_t want[TJ_MAX_DIMS];
-        tjc_contiguous_strides(t->sizes, t->ndim, want);
-        s->layout = TJF_CONTIGUOUS;
-        for (int d = 0; d < t->ndim; d++)
-            if (t->sizes[d] != 1 && t->strides[d] != TJ_UNKNOWN_DIM && t->strides[d] != want[d])
-                s->layout = TJF_STRIDED;
-    }
-}
 
 /* One line on the plan: operands and the loops over the iteration space. */
 static void describe_plan(const tjl_plan *p, FILE *out) {
@@ -219,7 +199,7 @@ tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
     for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)g)); x && st == TJ_OK; x = tj_node_next(x)) {
         if (tj_node_kind_of(x) != TJ_NODE_FUSION_GROUP) continue;
         n++;
-        spec_of_types(x, spec);
+        tjf_spec_of_types(x, spec);
         const tj_graph *sub = tj_node_subgraph(x);
         fprintf(out, "\n# kernel of fusion group %%%d (%d nodes)", tj_node_id(x),
                 tj_block_num_nodes(tj_graph_block((tj_graph *)sub)));

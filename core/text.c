@@ -1,4 +1,4 @@
-/* text.c — the interpreter's growing string (text.h). */
+/* text.c — the growing string (text.h). */
 #include "text.h"
 
 #include <stdarg.h>
@@ -7,30 +7,39 @@
 #include "core/alloc.h"
 #include "core/core.h"
 
-void tji_put(tji_text *t, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
+void tjc_vput(tjc_text *t, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
     int k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0 || t->failed) return;
+    if (k < 0 || t->failed) {
+        va_end(again);
+        return;
+    }
     if (t->n + (size_t)k + 1 > t->cap) {
         size_t cap = (t->cap + (size_t)k + 1) * 2;
         char *s = tjc_realloc(t->s, cap);
         if (!s) {
             t->failed = true;
+            va_end(again);
             return;
         }
         t->s = s;
         t->cap = cap;
     }
-    va_start(ap, fmt);
-    vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
-    va_end(ap);
+    vsnprintf(t->s + t->n, t->cap - t->n, fmt, again);
+    va_end(again);
     t->n += (size_t)k;
 }
 
-char *tji_text_finish(tji_text *t) {
-    if (!t->failed && !t->s) tji_put(t, "%s", "");
+void tjc_put(tjc_text *t, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    tjc_vput(t, fmt, ap);
+    va_end(ap);
+}
+
+char *tjc_text_finish(tjc_text *t) {
+    if (!t->failed && !t->s) tjc_put(t, "%s", "");
     if (t->failed) {
         tjc_free(t->s);
         t->s = NULL;
