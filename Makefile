@@ -45,7 +45,7 @@ demo: build
 # after the run, the counts the CUDA and distributed tests print (cases on the
 # host harness, NVRTC sources compiled, collectives and DDP checks under
 # mpirun), which ctest keeps in its log
-TEST_COUNTS = grep -h -E "cases on cuda|NVRTC .*compiled|collective cases|^test_ddp:" \
+TEST_COUNTS = grep -h -E "cases on cuda|NVRTC .*compiled|cuda fuser:|collective cases|^test_ddp:" \
 	Testing/Temporary/LastTest.log | sort -u || true
 
 test-release: build
