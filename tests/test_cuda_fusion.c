@@ -75,6 +75,13 @@ static tj_tensor *strided_on_device(tj_tensor *t) {
 
 /* ---- comparing ------------------------------------------------------------------ */
 
+static void assert_close_on_host(tj_tensor *dev, tt_ref *want, double rtol, double atol) {
+    tj_tensor *h = tj_to_device(dev, TJ_DEVICE_CPU);
+    assert_non_null(h);
+    tt_assert_close_ref(h, want, rtol, atol);
+    tj_release(h);
+}
+
 static void assert_identical(tj_tensor *want, tj_tensor *got, const char *what, int seed) {
     tj_tensor *h = tj_to_device(got, TJ_DEVICE_CPU), *w = tj_to_device(want, TJ_DEVICE_CPU);
     tt_assert_identical(w, h, what, seed);
@@ -273,7 +280,7 @@ static void check_model(const char *name, bool training) {
         if (tj_run(pc, in, oc) || tj_run(pd, dev_in, od)) fail_msg("run: %s", tj_last_error());
         for (int k = 0; k < m->n_out; k++) {
             tt_ref r = tt_ref_of(oc[k]);
-            tt_assert_close_ref(tj_to_device(od[k], TJ_DEVICE_CPU), &r, 2e-4, 2e-5);
+            assert_close_on_host(od[k], &r, 2e-4, 2e-5);
             tt_ref_free(&r);
             tj_release(oc[k]);
             tj_release(od[k]);
@@ -292,7 +299,7 @@ static void check_model(const char *name, bool training) {
             assert_non_null(b);
             assert_int_equal(tj_tensor_device(b).type, TJ_CUDA);
             tt_ref r = tt_ref_of(a);
-            tt_assert_close_ref(tj_to_device(b, TJ_DEVICE_CPU), &r, 1e-3, 1e-5);
+            assert_close_on_host(b, &r, 1e-3, 1e-5);
             tt_ref_free(&r);
             tj_release(a);
             tj_release(b);
@@ -461,12 +468,12 @@ static void compile_errors_fall_back(void **state) {
     assert_int_equal(tj_run(pc, cpu_in, &a), TJ_OK);
     char *said = captured_stderr(pd, dev_in, &b); /* op by op: the same values */
     tt_ref r = tt_ref_of(a);
-    tt_assert_close_ref(tj_to_device(b, TJ_DEVICE_CPU), &r, 1e-5, 1e-6);
+    assert_close_on_host(b, &r, 1e-5, 1e-6);
     if (!strstr(said, "runs op by op") || !strstr(said, "this_is_not_a_function") || !strstr(said, "line "))
         fail_msg("the fallback is not reported with the offending source line: '%s'", said);
     free(said);
     assert_int_equal(tj_run(pd, dev_in, &b2), TJ_OK); /* and again, without compiling again */
-    tt_assert_close_ref(tj_to_device(b2, TJ_DEVICE_CPU), &r, 1e-5, 1e-6);
+    assert_close_on_host(b2, &r, 1e-5, 1e-6);
     tt_ref_free(&r);
     tjcu_fuse_stats s;
     tjcu_fuse_get_stats(&s);
@@ -507,6 +514,15 @@ static int child_main(void) {
         cached = s.disk_hits;
     }
     printf("built %ld cached %ld\n", built, cached);
+    for (int k = 0; k < m->n_out; k++) tj_release(out[k]);
+    for (int i = 0; i < m->n_in; i++) {
+        tj_release(in[i]);
+        tj_release(dev_in[i]);
+    }
+    tj_program_free(p);
+    tj_graph_free(gd);
+    m->destroy(params);
+    tj_generator_free(g);
     return 0;
 }
 
