@@ -100,25 +100,6 @@ def build(torch, tm, w, dev, seed):
     return model, inputs
 
 
-def step_of(torch, fn, model, inputs, w):
-    """One step as bench_cuda takes it: the forward; for backward workloads the
-    backward of the loss, the SGD update when lr > 0, and dropping the gradients."""
-    params = list(model.parameters())
-    lr = w["lr"]
-    if not w["backward"]:
-        return lambda: fn(*inputs)
-
-    def train():
-        fn(*inputs).backward()
-        if lr > 0:
-            with torch.no_grad():
-                for p in params:
-                    p.sub_(p.grad, alpha=lr)
-        for p in params:
-            p.grad = None
-    return train
-
-
 def run_torch(workloads, budget, reduce_overhead, compile_on):
     """{(id, variant): seconds or error}, the GPU's name and PyTorch's version."""
     try:
@@ -147,7 +128,7 @@ def run_torch(workloads, budget, reduce_overhead, compile_on):
         for name, mode in variants:
             try:
                 fn = model if mode is None else torch.compile(model, mode=mode)
-                rows[(w["id"], name)] = timer(step_of(torch, fn, model, inputs, w))
+                rows[(w["id"], name)] = timer(tm.make_step(model, inputs, w, run=fn))
             except Exception as e:  # no Triton, no compiler: n/a, go on
                 rows[(w["id"], name)] = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
         del model, inputs

@@ -168,3 +168,27 @@ def count_groups():
     """Fusion groups in the graph torch.jit executed last."""
     text = str(torch.jit.last_executed_optimized_graph())
     return text.count("= prim::FusionGroup") + text.count("= prim::TensorExprGroup")
+
+
+def make_step(model, inputs, w, run=None):
+    """One step of workload w on model, as tjit's benchmarks take it:
+    run(*inputs) (the model itself unless a compiled form is given); for
+    backward workloads, backward of its output, the SGD update when
+    w["lr"] > 0, and dropping the gradients."""
+    run = run or model
+    params = list(model.parameters())
+    lr = w["lr"]
+
+    def forward():
+        return run(*inputs)
+
+    def train():
+        run(*inputs).backward()
+        if lr > 0:
+            with torch.no_grad():
+                for p in params:
+                    p.sub_(p.grad, alpha=lr)
+        for p in params:
+            p.grad = None
+
+    return train if w["backward"] else forward

@@ -89,28 +89,6 @@ def load_workload(out_dir, w):
     return data, inputs, weights
 
 
-def make_step(model, inputs, w):
-    """One step of the workload on model, as tjit's harness does it: the
-    forward; for backward workloads, backward of the loss, the SGD update when
-    w["lr"] > 0, and dropping the gradients."""
-    params = list(model.parameters())
-    lr = w["lr"]
-
-    def forward():
-        return model(*inputs)
-
-    def train():
-        model(*inputs).backward()
-        if lr > 0:
-            with torch.no_grad():
-                for p in params:
-                    p.sub_(p.grad, alpha=lr)
-        for p in params:
-            p.grad = None
-
-    return train if w["backward"] else forward
-
-
 def as_list(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
@@ -209,7 +187,7 @@ class Worker:
         """A step of torch.compile(model, mode=mode), compiled by its first call
         (timed for the note) and checked against eager once."""
         model = torch.compile(own_code(tm.MODELS[w["kind"]])(weights), mode=mode)
-        step = make_step(model, inputs, w)
+        step = tm.make_step(model, inputs, w)
         # the first forward compiles it (and is checked before any SGD update
         # changes the weights), the first step the backward, if any
         t0 = time.perf_counter()
@@ -230,12 +208,12 @@ class Worker:
             key = f"{self.name}_{v}"
             try:
                 if v == "eager":
-                    step = make_step(tm.MODELS[w["kind"]](weights), inputs, w)
+                    step = tm.make_step(tm.MODELS[w["kind"]](weights), inputs, w)
                     steps[key] = (step, nothing, nothing)
                 elif v == "trace":
                     traced = torch.jit.trace(tm.MODELS[w["kind"]](weights), tuple(inputs),
                                              check_trace=False)
-                    steps[key] = (make_step(traced, inputs, w), nothing, nothing)
+                    steps[key] = (tm.make_step(traced, inputs, w), nothing, nothing)
                     notes[key] = "profiling executor, no CPU fusion (the default)"
                 elif v == "fused":
                     self.fuser.on()
@@ -244,7 +222,7 @@ class Worker:
                                                 check_trace=False)
                     finally:
                         self.fuser.off()
-                    steps[key] = (make_step(fused, inputs, w), self.fuser.on, self.fuser.off)
+                    steps[key] = (tm.make_step(fused, inputs, w), self.fuser.on, self.fuser.off)
                 elif v in ("compile", "autotune"):
                     if not hasattr(torch, "compile"):
                         raise RuntimeError(f"PyTorch {torch.__version__} has no torch.compile")

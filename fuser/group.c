@@ -35,6 +35,7 @@ struct tjf_group {
     int n_cache, cap_cache;
     char *fallback; /* why the group last ran op by op on a device with a backend */
     int node_id;
+    bool cuda_fusion; /* TJIT_CUDA_FUSION, read once here, not at every launch */
 };
 
 void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
@@ -95,6 +96,8 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     g->sub = sub;
     g->backend = backend;
     g->node_id = tj_node_id(node);
+    const char *cuda_fusion = getenv("TJIT_CUDA_FUSION");
+    g->cuda_fusion = !(cuda_fusion && !strcmp(cuda_fusion, "0"));
     tj_block *b = tj_graph_block(sub);
     g->n_inputs = tj_block_num_inputs(b);
     g->n_outputs = tj_block_num_outputs(b);
@@ -222,9 +225,7 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
  * op). TJIT_CUDA_FUSION=0 turns the CUDA one off. */
 static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
     if (d == TJ_CPU) return g->backend;
-    const char *off = getenv("TJIT_CUDA_FUSION");
-    if (d == TJ_CUDA && !(off && !strcmp(off, "0"))) return tjf_device_backend(d);
-    return NULL;
+    return d == TJ_CUDA && !g->cuda_fusion ? NULL : tjf_device_backend(d);
 }
 
 /* Records why the group runs op by op; said once per reason on stderr when

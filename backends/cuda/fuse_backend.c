@@ -203,13 +203,16 @@ static char *compose(tjf_kernel *const *ks, int n, char key[48]) {
     return src;
 }
 
-/* Compiles and loads ks[0..n) as one module on dev (F.lock held); on a
- * compile error, halves until the failing kernels are alone. */
-static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
+/* Compiles and loads ks[0..n) as one module on dev (F.lock held), whose
+ * source (compose's, owned from here on) is src, or is made here when NULL;
+ * on a compile error, halves until the failing kernels are alone. */
+static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n, char *src, const char *key) {
     module *m = tjc_calloc(1, sizeof *m);
-    char *src = m ? compose(ks, n, m->key) : NULL;
-    if (!src) {
+    if (m && src) snprintf(m->key, sizeof m->key, "%s", key);
+    else if (m) src = compose(ks, n, m->key);
+    if (!m || !src) {
         tjc_free(m);
+        tjc_free(src);
         return tj_last_status() ? tj_last_status() : tjc_error(TJ_ERR_MEMORY, "out of memory");
     }
     m->source = src;
@@ -226,8 +229,8 @@ static tj_status load_batch(tj_device dev, tjf_kernel **ks, int n) {
         tjc_free(src);
         tjc_free(m);
         tj_clear_error();
-        tj_status st = load_batch(dev, ks, n / 2);
-        return st ? st : load_batch(dev, ks + n / 2, n - n / 2);
+        tj_status st = load_batch(dev, ks, n / 2, NULL, NULL);
+        return st ? st : load_batch(dev, ks + n / 2, n - n / 2, NULL, NULL);
     }
     char why[2048] = "";
     if (!fn) {
@@ -286,7 +289,8 @@ static tj_status load_pending(tj_device dev, tjf_kernel *k) {
         tjc_free(names);
         for (int b = 0; b < n_batches && st == TJ_OK; b++) {
             int from = b * BATCH, count = total - from < BATCH ? total - from : BATCH;
-            st = load_batch(dev, order + from, count);
+            st = load_batch(dev, order + from, count, sources[b], keys[b]);
+            sources[b] = NULL; /* load_batch's now */
         }
     }
     for (int b = 0; sources && b < n_batches; b++) tjc_free(sources[b]);

@@ -26,27 +26,24 @@
 
 
 
-/* A double as a C++ literal of dtype d's compute type, converted as the
- * per-op kernels convert parameters (integer_limit: where an i64 saturates). */
-static void put_literal(tjc_text *t, tj_dtype d, double v, double integer_limit) {
+/* A parameter or operand, converted as the per-op kernels convert it, as a
+ * C++ literal of dtype d's compute type. */
+static void put_literal(tjc_text *t, tj_dtype d, tjcu_pw_scalar v) {
     switch (d) {
     case TJ_F32:
     case TJ_F64: {
-        double x = d == TJ_F32 ? (double)(float)v : v;
+        double x = d == TJ_F32 ? (double)v.f : v.d;
         const char *cast = d == TJ_F32 ? "(float)" : "(double)";
         if (isnan(x)) tjc_put(t, "%sNAN", cast);
         else if (isinf(x)) tjc_put(t, "%s%sINFINITY", cast, x < 0 ? "-" : "");
         else tjc_put(t, "%s%a", cast, x);
         break;
     }
-    case TJ_I64: {
-        long long i = v != v ? 0 : v >= integer_limit ? INT64_MAX : v <= -integer_limit ? INT64_MIN
-                                                                                          : (long long)v;
-        if (i == INT64_MIN) tjc_put(t, "tjm::i64(-9223372036854775807LL - 1)");
-        else tjc_put(t, "tjm::i64(%lldLL)", i);
+    case TJ_I64:
+        if (v.i == INT64_MIN) tjc_put(t, "tjm::i64(-9223372036854775807LL - 1)");
+        else tjc_put(t, "tjm::i64(%lldLL)", v.i);
         break;
-    }
-    default: tjc_put(t, "%s", v != 0 ? "true" : "false"); break;
+    default: tjc_put(t, "%s", v.b ? "true" : "false"); break;
     }
 }
 
@@ -285,9 +282,9 @@ static tj_status put_node_function(tjc_text *t, const char *name, int j, const t
     tjc_put(t, "__device__ __forceinline__ %s %s_n%d(%s a, %s b, %s c) {\n", tjcu_c_compute_type(result), name,
         j, T, T, T);
     tjc_put(t, "    typedef %s T;\n    const T p0 = ", T);
-    put_literal(t, compute, prm[0], 9.2e18);
+    put_literal(t, compute, tjcu_pw_param(compute, prm[0]));
     tjc_put(t, ", p1 = ");
-    put_literal(t, compute, prm[1], 9.2e18);
+    put_literal(t, compute, tjcu_pw_param(compute, prm[1]));
     tjc_put(t, ";\n    (void)a; (void)b; (void)c; (void)p0; (void)p1;\n");
     tjc_put(t, "    return (%s)(%s); /* %s */\n}\n", tjcu_c_compute_type(result), base->pw_expr, op->name);
     return TJ_OK;
@@ -404,7 +401,7 @@ static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b,
         }
         if (form->scalar_base >= 0) {
             tjc_put(t, "%s", args ? ", " : "");
-            put_literal(t, compute, tj_node_attrs(n)[0].f, 9.2233720368547758e18);
+            put_literal(t, compute, tjcu_pw_operand(compute, tj_node_attrs(n)[0].f));
             args++;
         }
         for (; args < 3; args++) tjc_put(t, ", %s()", tjcu_c_compute_type(compute));

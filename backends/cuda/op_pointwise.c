@@ -20,49 +20,14 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/pointwise.h"
 
-/* A parameter or scalar operand in the compute dtype's storage type: the
- * kernels take it by value, and args[] points at it (every member starts at
- * the union's first byte). */
-typedef union pw_scalar {
-    float f;
-    double d;
-    long long i;
-    unsigned char b;
-} pw_scalar;
-
 typedef struct pw_launch {
     const char *what;
     const char *key, *source;
     tj_tensor *out;
     tj_tensor *in[3]; /* NULL: that operand is the scalar s */
     int arity;
-    pw_scalar p0, p1, s;
+    tjcu_pw_scalar p0, p1, s;
 } pw_launch;
-
-/* backends/cpu/pointwise.c's conversion of an expression parameter */
-static pw_scalar param_value(tj_dtype d, double v) {
-    pw_scalar r = {.d = 0};
-    switch (d) {
-    case TJ_F32: r.f = (float)v; break;
-    case TJ_F64: r.d = v; break;
-    case TJ_I64:
-        r.i = v != v ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (long long)v;
-        break;
-    default: r.b = v != 0; break;
-    }
-    return r;
-}
-
-/* backends/cpu/copy.c's conversion of a .Scalar form's operand */
-static pw_scalar operand_value(tj_dtype d, double v) {
-    if (d != TJ_I64) return param_value(d, v);
-    pw_scalar r = {.d = 0};
-    r.i = v != v                          ? 0
-          : v >= 9.2233720368547758e18    ? INT64_MAX
-          : v <= -9.2233720368547758e18   ? INT64_MIN
-                                          : (long long)v;
-    return r;
-}
 
 static int64_t numel(const tj_tensor *t) { return tjc_numel(t->sizes, t->ndim); }
 
@@ -158,7 +123,7 @@ static tj_status pw_run(const pw_launch *L) {
         kernel = narrow ? "tjpw_strided32" : "tjpw_strided64";
     }
     long long count = n;
-    pw_scalar p0 = L->p0, p1 = L->p1, s = L->s;
+    tjcu_pw_scalar p0 = L->p0, p1 = L->p1, s = L->s;
     void *args[] = {&a[0], &a[1], &a[2], &a[3], &count, &flags, &p0, &p1, &s};
     tjcu_dim3 block = {256, 1, 1};
     return tjcu_launch_source(L->what, dev, L->key, L->source, kernel,
@@ -268,9 +233,9 @@ static tj_status pointwise_kernel(const tjc_call *c) {
     if (!(L.source = tjcu_pw_source(base, compute))) return tj_last_status();
     double prm[2];
     tjcpu_pw_params(op, c->attr, prm);
-    L.p0 = param_value(compute, prm[0]);
-    L.p1 = param_value(compute, prm[1]);
-    if (scalar_form) L.s = operand_value(compute, c->attr[0].f);
+    L.p0 = tjcu_pw_param(compute, prm[0]);
+    L.p1 = tjcu_pw_param(compute, prm[1]);
+    if (scalar_form) L.s = tjcu_pw_operand(compute, c->attr[0].f);
 
     tj_tensor *owned[4] = {NULL};
     for (int i = 0; i < c->n_in && st == TJ_OK; i++) {

@@ -20,6 +20,21 @@
 
 /* ---- sources ------------------------------------------------------------------ */
 
+/* A parameter or scalar operand in the compute dtype's storage type: the
+ * per-op kernels take it by value (args[] points at it: every member starts
+ * at the union's first byte), the fused ones as a literal. */
+typedef union tjcu_pw_scalar {
+    float f;
+    double d;
+    long long i;
+    unsigned char b;
+} tjcu_pw_scalar;
+/* An expression parameter (alpha, an approximation's choice) as
+ * backends/cpu/pointwise.c converts it, and a .Scalar form's operand as
+ * backends/cpu/copy.c does: integers saturate at different limits. */
+tjcu_pw_scalar tjcu_pw_param(tj_dtype d, double v);
+tjcu_pw_scalar tjcu_pw_operand(tj_dtype d, double v);
+
 /* How generated CUDA C spells a dtype: its storage type ("unsigned char" for
  * bool), its compute type in kernels/tjm_cuda.h ("tjm::i64"), and the suffix
  * of the cv_ and sv_ conversions there ("b8"). */

@@ -21,6 +21,7 @@
  * by op id and dtype (published with compare-and-swap: a thread that loses
  * the race frees its copy). */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,29 @@
 #include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
 
+
+tjcu_pw_scalar tjcu_pw_param(tj_dtype d, double v) {
+    tjcu_pw_scalar r = {.d = 0};
+    switch (d) {
+    case TJ_F32: r.f = (float)v; break;
+    case TJ_F64: r.d = v; break;
+    case TJ_I64:
+        r.i = v != v ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (long long)v;
+        break;
+    default: r.b = v != 0; break;
+    }
+    return r;
+}
+
+tjcu_pw_scalar tjcu_pw_operand(tj_dtype d, double v) {
+    if (d != TJ_I64) return tjcu_pw_param(d, v);
+    tjcu_pw_scalar r = {.d = 0};
+    r.i = v != v                          ? 0
+          : v >= 9.2233720368547758e18    ? INT64_MAX
+          : v <= -9.2233720368547758e18   ? INT64_MIN
+                                          : (long long)v;
+    return r;
+}
 
 const char *tjcu_c_storage_type(tj_dtype d) {
     switch (d) {
