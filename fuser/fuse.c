@@ -41,6 +41,44 @@ static bool known_tensor(const tj_value *v) {
     return true;
 }
 
+tjf_row_kind tjf_row_op(const tj_node *n) {
+    if (tj_node_kind_of(n) != TJ_NODE_OP || tj_node_num_outputs(n) != 1) return TJF_ROW_NONE;
+    const tj_op_info *op = tj_node_op(n);
+    tjf_row_kind kind = op->id == TJ_OP_softmax       ? TJF_ROW_SOFTMAX
+                        : op->id == TJ_OP_log_softmax ? TJF_ROW_LOG_SOFTMAX
+                        : op->id == TJ_OP_layer_norm  ? TJF_ROW_LAYER_NORM
+                                                      : TJF_ROW_NONE;
+    if (kind == TJF_ROW_NONE) return kind;
+    const tj_value *x = tj_node_input(n, 0), *y = tj_node_output(n, 0);
+    if (!known_tensor(x) || !known_tensor(y)) return TJF_ROW_NONE;
+    const tj_type *tx = tj_value_type(x), *ty = tj_value_type(y);
+    if ((tx->dtype != TJ_F32 && tx->dtype != TJ_F64) || ty->dtype != tx->dtype || tx->ndim < 1 ||
+        ty->ndim != tx->ndim || memcmp(tx->sizes, ty->sizes, sizeof(int64_t) * (size_t)tx->ndim))
+        return TJF_ROW_NONE;
+    int64_t last = tx->sizes[tx->ndim - 1];
+    if (last < 1) return TJF_ROW_NONE;
+    if (kind != TJF_ROW_LAYER_NORM) {
+        int64_t dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
+        return dim == -1 || dim == tx->ndim - 1 ? kind : TJF_ROW_NONE;
+    }
+    const tj_attr *shape = tj_node_attr(n, tj_node_attr_index(n, "normalized_shape"));
+    if (shape->ints.n != 1 || shape->ints.data[0] != last || tj_node_num_inputs(n) != 3)
+        return TJF_ROW_NONE;
+    for (int i = 1; i < 3; i++) {
+        const tj_value *p = tj_node_input(n, i);
+        if (!known_tensor(p)) return TJF_ROW_NONE;
+        const tj_type *t = tj_value_type(p);
+        if (t->dtype != tx->dtype || t->ndim != 1 || t->sizes[0] != last) return TJF_ROW_NONE;
+    }
+    return kind;
+}
+
+const tj_node *tjf_row_node(const tj_graph *subgraph) {
+    for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)subgraph)); x; x = tj_node_next(x))
+        if (tjf_row_op(x) != TJF_ROW_NONE) return x;
+    return NULL;
+}
+
 static tjf_verdict verdict(tjf_reason r) { return (tjf_verdict){.reason = r}; }
 
 tjf_verdict tjf_check_node(const tj_node *n) {

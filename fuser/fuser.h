@@ -103,4 +103,26 @@ const char *tjf_group_backend_name(const tjf_group *g);
 /* Fusibility: one predicate over the op table's facts. */
 bool tjf_fusible_op(const tj_op_info *op);
 
+/* Row groups. A group may hold one row op: a normalisation over the last
+ * dim of the group's iteration space, which reads whole rows. The pointwise
+ * nodes that do not depend on it are its prologue (recomputed or kept per
+ * row by the backend), those that read its result its epilogue:
+ * softmax(scores * 0.125), layer_norm(x + proj, w, b), exp(log_softmax(x)).
+ * The row op's input and output have the group's iteration sizes.
+ *   softmax, log_softmax: aten::softmax[dim=d](x) with d the last dim;
+ *   layer_norm: aten::layer_norm[normalized_shape=[N], eps=e](x, w, b) with
+ *   N the last size, w and b tensors of sizes [N] and x's dtype.
+ * x is f32 or f64 and the result has x's dtype. */
+typedef enum tjf_row_kind {
+    TJF_ROW_NONE,
+    TJF_ROW_SOFTMAX,
+    TJF_ROW_LOG_SOFTMAX,
+    TJF_ROW_LAYER_NORM,
+} tjf_row_kind;
+
+/* What row op n is (TJF_ROW_NONE: none, or not of the form above). */
+tjf_row_kind tjf_row_op(const tj_node *n);
+/* The row op node of a group's subgraph, or NULL. */
+const tj_node *tjf_row_node(const tj_graph *subgraph);
+
 #endif

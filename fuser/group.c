@@ -117,12 +117,13 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
         /* a concatenation of the group's results closes a CUDA group (fuse.c) */
         bool closing_cat = tj_node_kind_of(n) == TJ_NODE_OP && !tj_node_next(n) &&
                            !strcmp(tj_node_name(n), "aten::cat");
-        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise && !closing_cat) {
+        bool row = tjf_row_op(n) != TJF_ROW_NONE;
+        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise && !closing_cat && !row) {
             tjf_group_free(g);
             tjc_ptrmap_free(&slot);
             return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s cannot run inside a group "
-                             "(groups hold pointwise ops and prim::ConstantChunk)", tj_node_id(node),
-                             tj_node_name(n)), NULL;
+                             "(groups hold pointwise ops, prim::ConstantChunk and one row op)",
+                             tj_node_id(node), tj_node_name(n)), NULL;
         }
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             gn->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
@@ -199,6 +200,11 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
             continue;
         }
         shape s = {0};
+        if (n->op->id == TJ_OP_softmax || n->op->id == TJ_OP_log_softmax ||
+            n->op->id == TJ_OP_layer_norm) { /* the row op: its input's sizes */
+            sh[n->out[0]] = sh[n->in[0]];
+            continue;
+        }
         if (!tjf_fusible_op(n->op)) { /* the closing aten::cat: pieces of one size */
             s = sh[n->in[0]];
             int dim;
