@@ -83,6 +83,7 @@ static tjf_verdict verdict(tjf_reason r) { return (tjf_verdict){.reason = r}; }
 
 tjf_verdict tjf_check_node(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP) return verdict(TJF_NOT_AN_OP);
+    if (tjf_row_op(n) != TJF_ROW_NONE) return verdict(TJF_FUSIBLE);
     const tj_op_info *op = tj_node_op(n);
     if (!tjf_fusible_op(op)) { /* which part of tjf_fusible_op fails, for the report */
         if (tj_op_kind_of(op) != TJ_KIND_POINTWISE) return verdict(TJF_OP_KIND);
@@ -152,7 +153,7 @@ static tj_value *append_before(tj_node *pos, tj_node *n) {
 static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, bool *changed) {
     tj_value *x = tj_node_input(k, 0);
     tj_node *p = tj_value_node(x);
-    if (!fusible_node(p) || tj_value_num_uses(x) != 1) return TJ_OK;
+    if (!fusible_node(p) || tjf_row_op(p) != TJF_ROW_NONE || tj_value_num_uses(x) != 1) return TJ_OK;
     const tj_type *xt = tj_value_type(x);
     int n_in = tj_node_num_inputs(p);
     tj_value *pieces[3][TJ_MAX_DIMS * 8] = {{0}};
@@ -250,6 +251,28 @@ static bool chunks_output_of(const tj_node *c, const tj_node *p) {
     return false;
 }
 
+/* The row op of a member (a node or a group), or NULL. */
+static const tj_node *row_of(const tj_node *m) {
+    if (is_group(m)) return tjf_row_node(tj_node_subgraph(m));
+    return tjf_row_op(m) != TJF_ROW_NONE ? m : NULL;
+}
+
+/* A group holds one row op, and its members have the row op's sizes, so
+ * that the row op sees whole rows of the iteration space. */
+static tjf_verdict check_rows(const tj_node *a, const tj_node *b) {
+    const tj_node *ra = row_of(a), *rb = row_of(b);
+    if (ra && rb) return verdict(TJF_TWO_ROW_OPS);
+    const tj_node *r = ra ? ra : rb;
+    if (!r) return verdict(TJF_FUSIBLE);
+    const tj_type *rt = tj_value_type(tj_node_output(r, 0));
+    const tj_node *members[2] = {a, b};
+    for (int m = 0; m < 2; m++)
+        for (int o = 0; o < tj_node_num_outputs(members[m]); o++)
+            if (!same_sizes(tj_value_type(tj_node_output(members[m], o)), rt))
+                return (tjf_verdict){.reason = TJF_ROW_SIZES, .value = tj_node_output(members[m], o)};
+    return verdict(TJF_FUSIBLE);
+}
+
 /* Whether p can join consumer c (see the file comment). */
 tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) {
     bool chunk = tjf_is_even_chunk(p);
@@ -259,6 +282,10 @@ tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) {
     }
     if (chunks_output_of(c, p)) return verdict(TJF_CHUNKS_PRODUCER);
     if (!tj_node_is_before(p, c)) return verdict(TJF_NOT_BEFORE);
+    if (!chunk) {
+        tjf_verdict rows = check_rows(p, c);
+        if (rows.reason != TJF_FUSIBLE) return rows;
+    }
     if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES)
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(p) + member_size(c)};
     for (int o = 0; o < tj_node_num_outputs(p); o++) {
@@ -528,6 +555,8 @@ tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) {
         return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = tj_node_output(a, 0)};
     if (member_size(a) + member_size(b) > TJF_MAX_GROUP_NODES)
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(a) + member_size(b)};
+    tjf_verdict rows = check_rows(a, b);
+    if (rows.reason != TJF_FUSIBLE) return rows;
     for (int o = 0; o < tj_node_num_outputs(a); o++) {
         const tj_value *v = tj_node_output(a, o);
         for (int u = 0; u < tj_value_num_uses(v); u++) {

@@ -29,16 +29,19 @@ typedef enum tjf_reason {
     TJF_OUTPUT_SIZES,       /* value: read outside with sizes other than the group's */
     TJF_READ_TWICE,         /* the group reads the producer's result through two inputs */
     TJF_OPERAND_CAP,        /* count: operands the merged group would need */
+    TJF_TWO_ROW_OPS,        /* both hold a row op; a group holds one */
+    TJF_ROW_SIZES,          /* value: a member's sizes differ from the row op's */
 } tjf_reason;
 
 typedef struct tjf_verdict {
     tjf_reason reason;
     const tj_node *node;   /* for TJF_USED_BEFORE, TJF_CHUNK_USED_OUTSIDE */
-    const tj_value *value; /* for TJF_UNKNOWN_TYPE, TJF_OUTPUT_SIZES */
+    const tj_value *value; /* for TJF_UNKNOWN_TYPE, TJF_OUTPUT_SIZES, TJF_ROW_SIZES */
     int count;             /* for TJF_GROUP_SIZE, TJF_OPERAND_CAP */
 } tjf_verdict;
 
-/* Whether n may enter a group by itself (a fusible op node). */
+/* Whether n may enter a group by itself (a fusible op node, or a row op:
+ * fuser.h). */
 tjf_verdict tjf_check_node(const tj_node *n);
 /* Whether n is an aten::chunk or split.Tensor into equal pieces of a known
  * tensor, which enters a group as prim::ConstantChunk. */

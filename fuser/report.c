@@ -156,6 +156,15 @@ static void put_reason(report *r, tjf_verdict v, const tj_node *p, const tj_node
         put_sizes(r, tj_value_type(tj_node_output(c, 0)));
         break;
     case TJF_READ_TWICE: put(r, "the group reads its result through more than one input"); break;
+    case TJF_TWO_ROW_OPS:
+        put(r, "both hold a row op (softmax, log_softmax, layer_norm); a group holds one");
+        break;
+    case TJF_ROW_SIZES:
+        put_value(r, v.value);
+        put(r, " has sizes ");
+        put_sizes(r, tj_value_type(v.value));
+        put(r, ", not those of the row op, whose rows the group iterates");
+        break;
     case TJF_OPERAND_CAP:
         put(r, "operand cap: the merged group would have %d operands (inputs, outputs and chunk "
                "pieces), more than %d", v.count, TJF_MAX_OPERANDS);

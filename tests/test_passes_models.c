@@ -92,7 +92,9 @@ static void test_models_default_pipeline(void **state) {
         tj_tensor *plain[MAX_IO], *optimised[MAX_IO];
         run_with(&t, t.g, "", plain);
         run_with(&t, t.g, NULL, optimised);
-        assert_outputs_close(optimised, plain, t.m->n_out, 1e-6, 1e-7);
+        /* fused kernels agree within the documented bounds, not bit for bit
+         * (a row group's sums run in their own order) */
+        assert_outputs_close(optimised, plain, t.m->n_out, 1e-5, 1e-6);
         /* the same on the graph the pipeline made, run as it is */
         tj_graph *h = tj_graph_clone(t.g, NULL);
         for (int i = 0; i < tj_graph_num_inputs(t.g); i++)
@@ -107,7 +109,7 @@ static void test_models_default_pipeline(void **state) {
         assert_string_equal(twice, once);
         tj_tensor *again[MAX_IO];
         run_with(&t, h, "", again);
-        assert_outputs_close(again, plain, t.m->n_out, 1e-6, 1e-7);
+        assert_outputs_close(again, plain, t.m->n_out, 1e-5, 1e-6);
         free(once);
         free(twice);
         tj_graph_free(h);

@@ -11,7 +11,13 @@
  * they have), intermediates live in per-thread scratch of BLOCK elements each,
  * small enough to stay in L1/L2. Chunks of an input are pointer offsets into
  * it: views built on the stack, no new tensors.
+ *
+ * A row group (one softmax, log_softmax or layer_norm over the last dim:
+ * fuser.h) runs row by row instead: each row of the iteration space is one
+ * block, its prologue steps fill the row's scratch, the row op's step reads
+ * the whole row (in double, as a reference), and the epilogue steps follow.
  */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +26,7 @@
 #include "core/ptrmap.h"
 #include "cpu.h"
 #include "fuser/fuser.h"
+#include "tjit/ir.h"
 
 enum { BLOCK = 512 };
 
@@ -45,6 +52,7 @@ typedef struct chunk_view {
 } chunk_view;
 
 struct tjf_kernel {
+    bool rows;               /* a row group: blocks are the iteration space's rows */
     int n_inputs, n_outputs, n_views;
     int n_operands;          /* outputs, then inputs read directly, then chunk views */
     int *input_operand;      /* -1 for an input read only through chunks */
@@ -91,6 +99,70 @@ static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const cha
     kernel_release(k);
     tjc_error(st, "fused runner: %s%s%s", what, op ? " in " : "", op ? op : "");
     return NULL;
+}
+
+/* ---- row ops: one row of m elements at the given strides, in double ---- */
+
+static double load(const char *p, tj_dtype t) {
+    return t == TJ_F32 ? (double)*(const float *)p : *(const double *)p;
+}
+
+static void store(char *p, tj_dtype t, double v) {
+    if (t == TJ_F32) *(float *)p = (float)v;
+    else *(double *)p = v;
+}
+
+/* params[0]: the dtype; args: out, x */
+static void row_softmax(int64_t m, char **a, const int64_t *st, const void *ctx, bool log_form) {
+    tj_dtype t = (tj_dtype)((const double *)ctx)[0];
+    double max = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < m; j++) {
+        double x = load(a[1] + j * st[1], t);
+        max = x > max || isnan(x) ? x : max;
+    }
+    for (int64_t j = 0; j < m; j++) sum += exp(load(a[1] + j * st[1], t) - max);
+    double log_sum = log(sum);
+    for (int64_t j = 0; j < m; j++) {
+        double d = load(a[1] + j * st[1], t) - max;
+        store(a[0] + j * st[0], t, log_form ? d - log_sum : exp(d) / sum);
+    }
+}
+
+static void row_softmax_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
+    row_softmax(m, a, st, ctx, false);
+}
+
+static void row_log_softmax_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
+    row_softmax(m, a, st, ctx, true);
+}
+
+/* params: the dtype, eps; args: out, x, weight, bias */
+static void row_layer_norm_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
+    tj_dtype t = (tj_dtype)((const double *)ctx)[0];
+    double eps = ((const double *)ctx)[1], mean = 0, var = 0;
+    for (int64_t j = 0; j < m; j++) mean += load(a[1] + j * st[1], t);
+    mean /= (double)m;
+    for (int64_t j = 0; j < m; j++) {
+        double d = load(a[1] + j * st[1], t) - mean;
+        var += d * d;
+    }
+    double rstd = 1 / sqrt(var / (double)m + eps);
+    for (int64_t j = 0; j < m; j++) {
+        double y = (load(a[1] + j * st[1], t) - mean) * rstd;
+        store(a[0] + j * st[0], t, y * load(a[2] + j * st[2], t) + load(a[3] + j * st[3], t));
+    }
+}
+
+/* The step of row op n, whose input and output are slot x of dtype t. */
+static step row_step(const tj_node *n, tjf_row_kind kind, tj_dtype t) {
+    step s = {row_softmax_fn, 2, {0}, {(double)t, 0}};
+    if (kind == TJF_ROW_LOG_SOFTMAX) s.fn = row_log_softmax_fn;
+    if (kind == TJF_ROW_LAYER_NORM) {
+        s.fn = row_layer_norm_fn;
+        s.n_args = 4;
+        s.params[1] = tj_node_attr((tj_node *)n, tj_node_attr_index((tj_node *)n, "eps"))->f;
+    }
+    return s;
 }
 
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
@@ -148,6 +220,18 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
         }
         const tj_op_info *op = tj_node_op(n);
         int n_in = tj_node_num_inputs(n);
+        tjf_row_kind row = tjf_row_op(n);
+        if (row != TJF_ROW_NONE) {
+            tj_dtype t = (tj_dtype)tj_value_type(tj_node_output(n, 0))->dtype;
+            step s = row_step(n, row, t);
+            for (int i = 0; i < s.n_args - 1; i++) s.args[i + 1] = SLOT_OF(tj_node_input(n, i));
+            int out = k->n_slots++;
+            k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, t};
+            s.args[0] = out;
+            k->rows = true;
+            if (!add_step(k, s) || !SET_SLOT(tj_node_output(n, 0), out)) st = TJ_ERR_MEMORY;
+            continue;
+        }
         struct tj_tensor fake[3];
         tj_tensor *fake_ptrs[3];
         memset(fake, 0, sizeof fake);
@@ -228,43 +312,98 @@ typedef struct launch_ctx {
     size_t per_thread;
 } launch_ctx;
 
+/* The steps over one block of m elements: operand slots at ptrs (each at
+ * its step), temporaries in scratch. */
+static void run_steps(const tjf_kernel *k, int64_t m, char *const *ptrs, const int64_t *steps,
+                      char *scratch, size_t temp_bytes) {
+    enum { MAX_SLOTS = 256 };
+    char *p[MAX_SLOTS];
+    int64_t st[MAX_SLOTS];
+    for (int s = 0; s < k->n_slots && s < MAX_SLOTS; s++) {
+        const slot *sl = &k->slots[s];
+        switch (sl->kind) {
+        case SLOT_OPERAND:
+            p[s] = ptrs[sl->index];
+            st[s] = steps[sl->index];
+            break;
+        case SLOT_TEMP:
+            p[s] = scratch + (size_t)sl->index * temp_bytes;
+            st[s] = (int64_t)tj_dtype_size(sl->dtype);
+            break;
+        case SLOT_CONST:
+            p[s] = (char *)&k->consts[sl->index];
+            st[s] = 0;
+            break;
+        }
+    }
+    for (int j = 0; j < k->n_steps; j++) {
+        const step *S = &k->steps[j];
+        char *args[4];
+        int64_t arg_steps[4];
+        for (int a = 0; a < S->n_args; a++) {
+            args[a] = p[S->args[a]];
+            arg_steps[a] = st[S->args[a]];
+        }
+        S->fn(m, args, arg_steps, S->params);
+    }
+}
+
+/* A row group: rows of the iteration space (ops[0]'s sizes) on the threads,
+ * each row one block whose temporaries hold the whole row. */
+static tj_status launch_rows(const tjf_kernel *k, tj_tensor *const *ops, int n_ops) {
+    const tj_tensor *it = ops[0];
+    int nd = it->ndim;
+    int64_t width = nd ? it->sizes[nd - 1] : 1, rows = tj_numel(it) / (width ? width : 1);
+    if (width == 0 || rows == 0) return TJ_OK;
+    /* per operand: byte strides along the iteration dims (0 where it broadcasts) */
+    int64_t strides[TJCPU_MAX_OPERANDS][TJ_MAX_DIMS];
+    char *base[TJCPU_MAX_OPERANDS];
+    for (int o = 0; o < n_ops; o++) {
+        const tj_tensor *t = ops[o];
+        int64_t es = (int64_t)tj_dtype_size(t->dtype);
+        base[o] = (char *)t->storage->data + t->offset * es;
+        for (int d = 0; d < nd; d++) {
+            int td = d - (nd - t->ndim);
+            strides[o][d] = td >= 0 && t->sizes[td] != 1 ? t->strides[td] * es : 0;
+        }
+    }
+    size_t temp_bytes = (size_t)width * sizeof(double);
+    size_t per_thread = (size_t)(k->n_temps ? k->n_temps : 1) * temp_bytes;
+    int threads = rows < tj_get_num_threads() ? (int)rows : tj_get_num_threads();
+    enum { STACK_SCRATCH = 64 << 10 };
+    _Alignas(64) char stack_scratch[STACK_SCRATCH];
+    size_t need = per_thread * (size_t)threads;
+    char *scratch = need <= STACK_SCRATCH ? stack_scratch : tjc_aligned_alloc(64, need);
+    if (!scratch) return tjc_error(TJ_ERR_MEMORY, "fused runner: out of memory");
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        char *ptrs[TJCPU_MAX_OPERANDS];
+        int64_t steps[TJCPU_MAX_OPERANDS];
+        for (int o = 0; o < n_ops; o++) {
+            int64_t rest = r, off = 0;
+            for (int d = nd - 2; d >= 0; d--) {
+                off += rest % it->sizes[d] * strides[o][d];
+                rest /= it->sizes[d];
+            }
+            ptrs[o] = base[o] + off;
+            steps[o] = strides[o][nd - 1];
+        }
+        run_steps(k, width, ptrs, steps, scratch + (size_t)omp_get_thread_num() * per_thread, temp_bytes);
+    }
+    if (scratch != stack_scratch) tjc_free(scratch);
+    return TJ_OK;
+}
+
 /* One inner run of the iteration: blocks of BLOCK elements through the steps. */
 static void fused_loop(int64_t n, char **ptrs, const int64_t *steps, const void *ctx) {
     const launch_ctx *L = ctx;
     const tjf_kernel *k = L->k;
     char *scratch = L->scratch + (size_t)omp_get_thread_num() * L->per_thread;
-    enum { MAX_SLOTS = 256 };
-    char *p[MAX_SLOTS];
-    int64_t st[MAX_SLOTS];
+    char *at[TJCPU_MAX_OPERANDS];
     for (int64_t off = 0; off < n; off += BLOCK) {
         int64_t m = n - off < BLOCK ? n - off : BLOCK;
-        for (int s = 0; s < k->n_slots && s < MAX_SLOTS; s++) {
-            const slot *sl = &k->slots[s];
-            switch (sl->kind) {
-            case SLOT_OPERAND:
-                p[s] = ptrs[sl->index] + off * steps[sl->index];
-                st[s] = steps[sl->index];
-                break;
-            case SLOT_TEMP:
-                p[s] = scratch + (size_t)sl->index * BLOCK * sizeof(double);
-                st[s] = (int64_t)tj_dtype_size(sl->dtype);
-                break;
-            case SLOT_CONST:
-                p[s] = (char *)&k->consts[sl->index];
-                st[s] = 0;
-                break;
-            }
-        }
-        for (int j = 0; j < k->n_steps; j++) {
-            const step *S = &k->steps[j];
-            char *args[4];
-            int64_t arg_steps[4];
-            for (int a = 0; a < S->n_args; a++) {
-                args[a] = p[S->args[a]];
-                arg_steps[a] = st[S->args[a]];
-            }
-            S->fn(m, args, arg_steps, S->params);
-        }
+        for (int o = 0; o < k->n_operands + k->n_views; o++) at[o] = ptrs[o] + off * steps[o];
+        run_steps(k, m, at, steps, scratch, BLOCK * sizeof(double));
     }
 }
 
@@ -286,6 +425,7 @@ static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor
         ops[k->n_operands + v] = &views[v];
     }
     if (k->n_slots > 256) return tjc_error(TJ_ERR_UNSUPPORTED, "fused runner: group too large");
+    if (k->rows) return launch_rows(k, ops, k->n_operands + k->n_views);
     launch_ctx L = {k, NULL, (size_t)(k->n_temps ? k->n_temps : 1) * BLOCK * sizeof(double)};
     /* the temporaries of a small group fit this stack frame: a replay of it
      * allocates nothing */
