@@ -4,7 +4,10 @@
  * same size; and the LSTM cell forward eager, replayed, and replayed fused.
  * Medians of repetitions after warm-up, all measured in this run with the
  * same thread count. Bytes counted for the chain: x, a, b read and y written
- * once (16 bytes an element); for the copy: 8 bytes an element. */
+ * once (16 bytes an element); for the copy: 8 bytes an element. Then row
+ * groups compiled by the "llvm" backend (a softmax or layer_norm with its
+ * prologue in one kernel, backends/llvm/rowgen.c) against the same ops one
+ * by one, both read from IR text; skipped in builds without LLVM. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +49,81 @@ static double time_runs(tj_program *p, tj_model_fn fn, void *ctx, tj_tensor **in
     double m = bench_median(t, reps);
     free(t);
     return m;
+}
+
+/* The program of IR text, compiled as it is (no passes) for backend. */
+static tj_program *compile_text(const char *text, const char *backend) {
+    tj_status st;
+    tj_graph *g = tj_graph_parse(text, &st);
+    tj_compile_options o = {.passes = "", .backend = backend};
+    tj_program *p = g ? tj_compile(g, &o) : NULL;
+    tj_graph_free(g);
+    return p;
+}
+
+/* op(x * 0.125) over [B, L] f32 (op softmax), or layer_norm(x + y, w, b)
+ * over [B, L]: as one fusion group, or (group false) the same ops alone. */
+static void row_text(char *out, size_t cap, bool layer_norm, int64_t B, int64_t L, bool group) {
+    long long b = B, l = L;
+    char body[1024];
+    if (layer_norm)
+        snprintf(body, sizeof body,
+                 "  %%1 : Float(%lld, %lld) = aten::add[alpha=1.](%%x, %%y)\n"
+                 "  %%2 : Float(%lld, %lld) = aten::layer_norm[normalized_shape=[%lld], eps=1e-05](%%1, %%w, %%b)\n"
+                 "  return (%%2)\n", b, l, b, l, l);
+    else
+        snprintf(body, sizeof body,
+                 "  %%1 : Float(%lld, %lld) = aten::mul.Scalar[other=0.125](%%x)\n"
+                 "  %%2 : Float(%lld, %lld) = aten::softmax[dim=-1](%%1)\n"
+                 "  return (%%2)\n", b, l, b, l);
+    char params[256];
+    if (layer_norm)
+        snprintf(params, sizeof params, "%%x : Float(%lld, %lld), %%y : Float(%lld, %lld), %%w : Float(%lld), "
+                 "%%b : Float(%lld)", b, l, b, l, l, l);
+    else
+        snprintf(params, sizeof params, "%%x : Float(%lld, %lld)", b, l);
+    if (!group) {
+        snprintf(out, cap, "graph(%s):\n%s", params, body);
+        return;
+    }
+    snprintf(out, cap, "graph(%s):\n  %%9 : Float(%lld, %lld) = prim::FusionGroup_0(%s)\n  return (%%9)\n"
+             "with prim::FusionGroup_0 = graph(%s):\n%s", params, b, l,
+             layer_norm ? "%x, %y, %w, %b" : "%x", params, body);
+}
+
+/* Row groups against their ops alone, both replayed. */
+static void row_groups(tj_generator *gen) {
+    static const struct {
+        bool layer_norm;
+        int64_t B, L;
+    } cases[] = {{false, 512, 128}, {false, 64, 4096}, {true, 512, 256}};
+    printf("\n| row group (llvm, %s) | unfused ms | fused ms | fused speed-up |\n|---|---|---|---|\n",
+           bench_isa());
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char text[4096];
+        row_text(text, sizeof text, cases[c].layer_norm, cases[c].B, cases[c].L, false);
+        tj_program *plain = compile_text(text, NULL);
+        row_text(text, sizeof text, cases[c].layer_norm, cases[c].B, cases[c].L, true);
+        tj_program *fused = compile_text(text, "llvm");
+        if (!plain || !fused) {
+            printf("| (no llvm backend in this build: %s) | | | |\n", tj_last_error());
+            tj_program_free(plain);
+            tj_program_free(fused);
+            return;
+        }
+        int64_t xs[2] = {cases[c].B, cases[c].L}, ws[1] = {cases[c].L};
+        tj_tensor *in[4] = {tj_randn(xs, 2, TJ_F32, gen), tj_randn(xs, 2, TJ_F32, gen), tj_randn(ws, 1, TJ_F32, gen),
+                            tj_randn(ws, 1, TJ_F32, gen)};
+        int n_in = cases[c].layer_norm ? 4 : 1;
+        double tu = time_runs(plain, NULL, NULL, in, n_in, 1, 200);
+        double tf = time_runs(fused, NULL, NULL, in, n_in, 1, 200);
+        printf("| %s [%lld, %lld] | %.4f | %.4f | %.2fx |\n",
+               cases[c].layer_norm ? "layer_norm(x + y, w, b)" : "softmax(x * 0.125)", (long long)cases[c].B,
+               (long long)cases[c].L, tu * 1e3, tf * 1e3, tu / tf);
+        tj_program_free(plain);
+        tj_program_free(fused);
+        for (int i = 0; i < 4; i++) tj_release(in[i]);
+    }
 }
 
 int main(void) {
@@ -93,6 +171,7 @@ int main(void) {
         for (int i = 0; i < 3; i++) tj_release(in[i]);
         tjx_lstm_cell.destroy(params);
     }
+    row_groups(gen);
     tj_generator_free(gen);
     return 0;
 }

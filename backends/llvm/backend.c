@@ -1,7 +1,8 @@
 /* backend.c — the "llvm" and "llvm-libm" tjf_backends: compile a group for a
  * spec (generate, optimise, load; or hand the group to the portable runner
  * with the reason), launch (operand pointers, the runtime stride table, and
- * the index space split across threads above the CPU backend's grain), and
+ * the index space, elements or a row kernel's rows, split across threads
+ * above the CPU backend's grain), and
  * release. Also the kernel text for `tjit dump --kernels`. TJIT_LLVM_STATS=1
  * reports every kernel on stderr: its compile time or its cache hit, or why
  * it fell back. */
@@ -114,19 +115,23 @@ static tj_status launch(const tjf_kernel *kk, tj_tensor *const *inputs, tj_tenso
             strides[o->rt * p->n_dims + d] = s;
         }
     }
-    int64_t total = p->numel;
-    int threads = tjcpu_threads_for(total);
-    if (threads == 1) {
+    /* a row kernel's range counts rows, an element kernel's elements; the
+     * grain is in elements either way */
+    int64_t total = p->row_len ? p->numel / p->row_len : p->numel;
+    int threads = tjcpu_threads_for(p->numel);
+    if (threads > total) threads = (int)total;
+    if (threads <= 1) {
         k->entry(ptrs, strides, 0, total);
         return TJ_OK;
     }
     tjl_entry entry = k->entry;
+    int64_t align = p->row_len ? 1 : 16;
 #pragma omp parallel num_threads(threads)
     {
-        /* split on multiples of 16 elements, as the CPU backend does: contiguous
-         * outputs' pieces start on their own cache lines */
+        /* elements split on multiples of 16, as the CPU backend does:
+         * contiguous outputs' pieces start on their own cache lines */
         int t = omp_get_thread_num(), nt = omp_get_num_threads();
-        int64_t lo = total * t / nt / 16 * 16, hi = total * (t + 1) / nt / 16 * 16;
+        int64_t lo = total * t / nt / align * align, hi = total * (t + 1) / nt / align * align;
         if (t == nt - 1) hi = total;
         if (lo < hi) entry(ptrs, strides, lo, hi);
     }
@@ -181,7 +186,9 @@ static void describe_plan(const tjl_plan *p, FILE *out) {
     fprintf(out, "] as %s", p->n_dims <= 1 ? "one flat loop" : "rows [");
     for (int d = 0; p->n_dims > 1 && d < p->n_dims; d++)
         fprintf(out, "%s%lld", d ? ", " : "", (long long)p->dim_size[d]);
-    fprintf(out, "%s\n", p->n_dims > 1 ? "] (the last one the inner loop)" : "");
+    fprintf(out, "%s", p->n_dims > 1 ? "] (the last one the inner loop)" : "");
+    if (p->row_len) fprintf(out, "; a row kernel over rows of %lld", (long long)p->row_len);
+    fprintf(out, "\n");
 }
 
 tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {

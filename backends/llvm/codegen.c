@@ -13,7 +13,11 @@
  * constant divisors) and an inner loop the innermost collapsed dim. The loop
  * body lives in a function whose pointer parameters are noalias (outputs
  * are fresh tensors; inputs are only read), inlined into the exported entry,
- * so the vectoriser needs no run-time overlap checks. */
+ * so the vectoriser needs no run-time overlap checks.
+ *
+ * A group with a row op is planned alike (its last dim kept apart) and its
+ * loops are rowgen.c's, which evaluates the group's nodes per element
+ * through the tjl_gen_* functions below. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +65,7 @@ typedef struct slot {
 } slot;
 
 /* Everything generation needs, on the heap (slots are many for big groups). */
-typedef struct gen {
+struct tjl_gen {
     tjl_ir *ir;
     const tjf_spec *spec;
     tjl_plan *plan;
@@ -72,10 +76,13 @@ typedef struct gen {
     int64_t known[TJL_MAX_OPERANDS][TJ_MAX_DIMS]; /* contiguous strides of known operands */
     int own_ndim[TJL_MAX_OPERANDS];
     int64_t own_sizes[TJL_MAX_OPERANDS][TJ_MAX_DIMS];
+    const tj_node *row;           /* the row op, when the group has one */
     /* the loop body's state */
     V ptr[TJL_MAX_OPERANDS], off[TJL_MAX_OPERANDS], inner_stride[TJL_MAX_OPERANDS];
+    V st[TJ_MAX_DIMS][TJL_MAX_OPERANDS]; /* per collapsed dim and operand: the stride */
     V idx;
-} gen;
+};
+typedef struct tjl_gen gen;
 
 static int slot_of(const gen *G, const tj_value *v) {
     return (int)(intptr_t)tjc_ptrmap_get(&G->slot_of, v) - 1;
@@ -105,6 +112,27 @@ static bool skipped(const tj_op_info *op) {
         s = end ? end + 1 : NULL;
     }
     return false;
+}
+
+/* The row op's slot: x's sizes and dtype; layer_norm's w and b of x's dtype
+ * and sizes [N] (the spec may differ from the graph's types). */
+static tj_status plan_row(gen *G, const tj_node *n) {
+    tjl_ir *ir = G->ir;
+    if (skipped(tj_node_op(n)))
+        return tjl_fail(ir, "%s is in TJIT_LLVM_SKIP", tj_node_name(n)), TJ_ERR_UNSUPPORTED;
+    const slot *x = &G->slots[slot_of(G, tj_node_input(n, 0))];
+    if ((x->dtype != TJ_F32 && x->dtype != TJ_F64) || x->ndim < 1 || x->sizes[x->ndim - 1] < 1)
+        return tjl_fail(ir, "%s of an input it does not take", tj_node_name(n)), TJ_ERR_UNSUPPORTED;
+    for (int i = 1; i < tj_node_num_inputs(n); i++) {
+        const slot *p = &G->slots[slot_of(G, tj_node_input(n, i))];
+        if (p->dtype != x->dtype || p->ndim != 1 || p->sizes[0] != x->sizes[x->ndim - 1])
+            return tjl_fail(ir, "%s: weight or bias unlike its input", tj_node_name(n)), TJ_ERR_UNSUPPORTED;
+    }
+    slot *s = &G->slots[G->n_slots];
+    *s = *x;
+    s->operand = -1;
+    if (!set_slot(G, tj_node_output(n, 0), G->n_slots++)) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    return TJ_OK;
 }
 
 /* Slots, operands, shapes and dtypes of the subgraph's values. */
@@ -162,6 +190,11 @@ static tj_status plan_values(gen *G) {
         }
         const tj_op_info *op = tj_node_op(n);
         int k = tj_node_num_inputs(n);
+        if (n == G->row) {
+            tj_status st = plan_row(G, n);
+            if (st) return st;
+            continue;
+        }
         if (!op || !tjl_emitter(op))
             return tjl_fail(ir, "no LLVM emitter for %s", tj_node_name(n)), TJ_ERR_UNSUPPORTED;
         if (skipped(op))
@@ -209,6 +242,12 @@ static tj_status plan_values(gen *G) {
         P->op[i].dtype = s->dtype;
     }
     P->numel = tjc_numel(P->sizes, P->ndim);
+    if (G->row) { /* its rows are the iteration space's: the reduction is over the last dim */
+        const slot *r = &G->slots[slot_of(G, tj_node_output(G->row, 0))];
+        if (r->ndim != P->ndim || memcmp(r->sizes, P->sizes, sizeof(int64_t) * (size_t)P->ndim))
+            return tjl_fail(ir, "a row op whose sizes are not the group's"), TJ_ERR_UNSUPPORTED;
+        P->row_len = P->sizes[P->ndim - 1];
+    }
     return TJ_OK;
 }
 
@@ -248,7 +287,8 @@ static int64_t stride_at(const gen *G, int k, int d) {
 }
 
 /* Drops size-1 dims and merges neighbours that every operand walks as one
- * (runtime strides never merge, since their values are unknown here). */
+ * (runtime strides never merge, since their values are unknown here). A
+ * row kernel keeps the last dim apart, whatever its size. */
 static void plan_dims(gen *G) {
     tjl_plan *P = G->plan;
     int n = 0; /* built inner first, reversed at the end */
@@ -256,8 +296,9 @@ static void plan_dims(gen *G) {
     int first[TJ_MAX_DIMS], count[TJ_MAX_DIMS];
     int64_t stride[TJ_MAX_DIMS][TJL_MAX_OPERANDS];
     for (int d = P->ndim - 1; d >= 0; d--) {
-        if (P->sizes[d] == 1) continue;
-        bool merge = n > 0;
+        bool row = G->row && d == P->ndim - 1; /* a row kernel's rows: a dim of their own */
+        if (P->sizes[d] == 1 && !row) continue;
+        bool merge = n > 0 && !(G->row && n == 1);
         for (int k = 0; merge && k < P->n_operands; k++) {
             int64_t s = stride_at(G, k, d), g = stride[n - 1][k];
             merge = s >= 0 && g >= 0 && s == g * size[n - 1];
@@ -306,48 +347,74 @@ static V value(gen *G, int s, tj_dtype t) {
     return sl->val[t] = tjl_convert(ir, sl->val[sl->dtype], t, sl->dtype);
 }
 
-/* The group's value graph for one element, and the stores of the outputs. */
-static tj_status emit_element(gen *G) {
-    tjl_ir *ir = G->ir;
+void tjl_gen_at(gen *G, V idx) {
+    G->idx = idx;
     for (int s = 0; s < G->n_slots; s++) memset(G->slots[s].val, 0, sizeof G->slots[s].val);
+}
+
+V tjl_gen_value(gen *G, const tj_value *v, tj_dtype t) { return value(G, slot_of(G, v), t); }
+
+tj_dtype tjl_gen_dtype(const gen *G, const tj_value *v) { return G->slots[slot_of(G, v)].dtype; }
+
+void tjl_gen_set(gen *G, const tj_value *v, V x) {
+    slot *s = &G->slots[slot_of(G, v)];
+    memset(s->val, 0, sizeof s->val);
+    s->val[s->dtype] = x;
+}
+
+tj_status tjl_gen_node(gen *G, const tj_node *nc) {
+    tjl_ir *ir = G->ir;
+    tj_node *n = (tj_node *)nc; /* the IR's accessors take non-const nodes */
+    const tj_op_info *op = tj_node_op(n);
+    int k = tj_node_num_inputs(n);
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    slot *out = &G->slots[slot_of(G, tj_node_output(n, 0))];
+    struct tj_tensor fake[3];
+    tj_tensor *fake_ptrs[3];
+    memset(fake, 0, sizeof fake);
+    for (int i = 0; i < k; i++) {
+        fake[i].dtype = G->slots[slot_of(G, tj_node_input(n, i))].dtype;
+        fake[i].ndim = tj_value_type(tj_node_input(n, i))->ndim;
+        fake_ptrs[i] = &fake[i];
+    }
+    tj_dtype compute, result;
+    if (tjc_pw_types(op, fake_ptrs, k, &compute, &result) != TJ_OK) return tj_last_status();
+    tjl_args a = {{NULL}, {NULL}, {0, 0}};
+    for (int i = 0; i < k; i++) a.x[i] = value(G, slot_of(G, tj_node_input(n, i)), compute);
+    if (form->scalar_base >= 0) /* the C double operand: a constant, as the runner's */
+        a.x[k] = tjl_const(ir, compute, tj_node_attrs(n)[0].f);
+    tjcpu_pw_params(op, tj_node_attrs(n), a.raw);
+    a.p[0] = tjl_param(ir, compute, a.raw[0]);
+    a.p[1] = tjl_param(ir, compute, a.raw[1]);
+    V r = tjl_emitter(op)(ir, compute, &a);
+    if (!r) return TJ_ERR_UNSUPPORTED;
+    if (LLVMTypeOf(r) != tjl_type(ir, result))
+        return tjl_fail(ir, "%s: result of the wrong type", op->name), TJ_ERR_UNSUPPORTED;
+    out->val[result] = r;
+    return TJ_OK;
+}
+
+void tjl_gen_store(gen *G, int i) {
+    tjl_ir *ir = G->ir;
+    int si = slot_of(G, tj_block_output(G->b, i));
+    tj_dtype t = G->slots[si].dtype;
+    V x = value(G, si, t);
+    if (t == TJ_BOOL) x = LLVMBuildZExt(ir->b, x, ir->i8, "");
+    V elem = LLVMBuildMul(ir->b, G->idx, G->inner_stride[i], "");
+    if (G->off[i]) elem = LLVMBuildAdd(ir->b, G->off[i], elem, "");
+    V p = LLVMBuildInBoundsGEP2(ir->b, tjl_mem_type(ir, t), G->ptr[i], &elem, 1, "");
+    LLVMSetAlignment(LLVMBuildStore(ir->b, x, p), (unsigned)tj_dtype_size(t));
+}
+
+/* The group's value graph for one element, and the stores of the outputs. */
+static tj_status emit_element(gen *G, V idx) {
+    tjl_gen_at(G, idx);
     for (tj_node *n = tj_block_first(G->b); n; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) continue;
-        const tj_op_info *op = tj_node_op(n);
-        int k = tj_node_num_inputs(n);
-        const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
-        slot *out = &G->slots[slot_of(G, tj_node_output(n, 0))];
-        struct tj_tensor fake[3];
-        tj_tensor *fake_ptrs[3];
-        memset(fake, 0, sizeof fake);
-        for (int i = 0; i < k; i++) {
-            fake[i].dtype = G->slots[slot_of(G, tj_node_input(n, i))].dtype;
-            fake[i].ndim = tj_value_type(tj_node_input(n, i))->ndim;
-            fake_ptrs[i] = &fake[i];
-        }
-        tj_dtype compute, result;
-        if (tjc_pw_types(op, fake_ptrs, k, &compute, &result) != TJ_OK) return tj_last_status();
-        tjl_args a = {{NULL}, {NULL}, {0, 0}};
-        for (int i = 0; i < k; i++) a.x[i] = value(G, slot_of(G, tj_node_input(n, i)), compute);
-        if (form->scalar_base >= 0) /* the C double operand: a constant, as the runner's */
-            a.x[k] = tjl_const(ir, compute, tj_node_attrs(n)[0].f);
-        tjcpu_pw_params(op, tj_node_attrs(n), a.raw);
-        a.p[0] = tjl_param(ir, compute, a.raw[0]);
-        a.p[1] = tjl_param(ir, compute, a.raw[1]);
-        V r = tjl_emitter(op)(ir, compute, &a);
-        if (!r) return TJ_ERR_UNSUPPORTED;
-        if (LLVMTypeOf(r) != tjl_type(ir, result))
-            return tjl_fail(ir, "%s: result of the wrong type", op->name), TJ_ERR_UNSUPPORTED;
-        out->val[result] = r;
+        tj_status st = tjl_gen_node(G, n);
+        if (st) return st;
     }
-    for (int i = 0; i < G->plan->n_outputs; i++) {
-        const slot *s = &G->slots[slot_of(G, tj_block_output(G->b, i))];
-        V x = value(G, slot_of(G, tj_block_output(G->b, i)), s->dtype);
-        if (s->dtype == TJ_BOOL) x = LLVMBuildZExt(ir->b, x, ir->i8, "");
-        V elem = LLVMBuildMul(ir->b, G->idx, G->inner_stride[i], "");
-        if (G->off[i]) elem = LLVMBuildAdd(ir->b, G->off[i], elem, "");
-        V p = LLVMBuildInBoundsGEP2(ir->b, tjl_mem_type(ir, s->dtype), G->ptr[i], &elem, 1, "");
-        LLVMSetAlignment(LLVMBuildStore(ir->b, x, p), (unsigned)tj_dtype_size(s->dtype));
-    }
+    for (int i = 0; i < G->plan->n_outputs; i++) tjl_gen_store(G, i);
     return TJ_OK;
 }
 
@@ -356,41 +423,62 @@ static void add_attr(tjl_ir *ir, V fn, unsigned index, const char *name) {
     LLVMAddAttributeAtIndex(fn, index, LLVMCreateEnumAttribute(ir->ctx, kind, 0));
 }
 
+void tjl_gen_operands(gen *G, V fn) {
+    tjl_ir *ir = G->ir;
+    const tjl_plan *P = G->plan;
+    int n_ops = P->n_operands, D = P->n_dims;
+    V strides = LLVMGetParam(fn, (unsigned)n_ops);
+    for (int k = 0; k < n_ops; k++) {
+        G->ptr[k] = LLVMGetParam(fn, (unsigned)k);
+        for (int d = 0; d < D; d++) {
+            if (P->stride[d][k] >= 0) {
+                G->st[d][k] = i64c(ir, P->stride[d][k]);
+                continue;
+            }
+            V at = i64c(ir, (int64_t)P->op[k].rt * D + d);
+            V p = LLVMBuildInBoundsGEP2(ir->b, ir->i64, strides, &at, 1, "");
+            G->st[d][k] = LLVMBuildLoad2(ir->b, ir->i64, p, "");
+        }
+        G->inner_stride[k] = D ? G->st[D - 1][k] : i64c(ir, 0);
+        G->off[k] = NULL;
+    }
+}
+
+void tjl_gen_row(gen *G, V row) {
+    tjl_ir *ir = G->ir;
+    const tjl_plan *P = G->plan;
+    int D = P->n_dims;
+    V q = row, coord[TJ_MAX_DIMS];
+    for (int d = D - 2; d >= 0; d--) { /* constant divisors: cheap */
+        V size = i64c(ir, P->dim_size[d]);
+        coord[d] = d ? LLVMBuildURem(ir->b, q, size, "") : q;
+        if (d) q = LLVMBuildUDiv(ir->b, q, size, "");
+    }
+    for (int k = 0; k < P->n_operands; k++) {
+        V off = i64c(ir, 0);
+        for (int d = 0; d < D - 1; d++)
+            off = LLVMBuildAdd(ir->b, off, LLVMBuildMul(ir->b, coord[d], G->st[d][k], ""), "");
+        G->off[k] = off;
+    }
+}
+
 /* The body: (operand pointers..., strides, begin, end), loops and element. */
 static tj_status emit_body(gen *G, V fn) {
     tjl_ir *ir = G->ir;
     const tjl_plan *P = G->plan;
     int n_ops = P->n_operands, D = P->n_dims;
-    V strides = LLVMGetParam(fn, (unsigned)n_ops), begin = LLVMGetParam(fn, (unsigned)n_ops + 1);
-    V end = LLVMGetParam(fn, (unsigned)n_ops + 2);
+    V begin = LLVMGetParam(fn, (unsigned)n_ops + 1), end = LLVMGetParam(fn, (unsigned)n_ops + 2);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
     LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ir->ctx, fn, "exit");
     LLVMPositionBuilderAtEnd(ir->b, entry);
-    /* per operand and collapsed dim: the stride as a value (a constant, or a
-     * load from the table for a runtime operand) */
-    V st[TJ_MAX_DIMS][TJL_MAX_OPERANDS];
-    for (int k = 0; k < n_ops; k++) {
-        G->ptr[k] = LLVMGetParam(fn, (unsigned)k);
-        for (int d = 0; d < D; d++) {
-            if (P->stride[d][k] >= 0) {
-                st[d][k] = i64c(ir, P->stride[d][k]);
-                continue;
-            }
-            V at = i64c(ir, (int64_t)P->op[k].rt * D + d);
-            V p = LLVMBuildInBoundsGEP2(ir->b, ir->i64, strides, &at, 1, "");
-            st[d][k] = LLVMBuildLoad2(ir->b, ir->i64, p, "");
-        }
-        G->inner_stride[k] = D ? st[D - 1][k] : i64c(ir, 0);
-        G->off[k] = NULL;
-    }
+    tjl_gen_operands(G, fn);
     V nonempty = LLVMBuildICmp(ir->b, LLVMIntSLT, begin, end, "");
     if (D <= 1) { /* one flat loop */
         LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
         LLVMBuildCondBr(ir->b, nonempty, loop, exit);
         LLVMPositionBuilderAtEnd(ir->b, loop);
         V i = LLVMBuildPhi(ir->b, ir->i64, "i");
-        G->idx = i;
-        tj_status s = emit_element(G);
+        tj_status s = emit_element(G, i);
         if (s) return s;
         V next = LLVMBuildAdd(ir->b, i, i64c(ir, 1), "");
         LLVMBasicBlockRef from[2] = {entry, LLVMGetInsertBlock(ir->b)};
@@ -409,23 +497,11 @@ static tj_status emit_body(gen *G, V fn) {
         V col = LLVMBuildSub(ir->b, i, LLVMBuildMul(ir->b, row, width, ""), "");
         V room = LLVMBuildSub(ir->b, width, col, ""), left = LLVMBuildSub(ir->b, end, i, "");
         V n = LLVMBuildSelect(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, room, left, ""), room, left, "");
-        V q = row, coord[TJ_MAX_DIMS];
-        for (int d = D - 2; d >= 0; d--) {
-            V size = i64c(ir, P->dim_size[d]);
-            coord[d] = d ? LLVMBuildURem(ir->b, q, size, "") : q;
-            if (d) q = LLVMBuildUDiv(ir->b, q, size, "");
-        }
-        for (int k = 0; k < n_ops; k++) {
-            V off = i64c(ir, 0);
-            for (int d = 0; d < D - 1; d++)
-                off = LLVMBuildAdd(ir->b, off, LLVMBuildMul(ir->b, coord[d], st[d][k], ""), "");
-            G->off[k] = off;
-        }
+        tjl_gen_row(G, row);
         LLVMBuildBr(ir->b, inner);
         LLVMPositionBuilderAtEnd(ir->b, inner);
         V j = LLVMBuildPhi(ir->b, ir->i64, "j");
-        G->idx = LLVMBuildAdd(ir->b, col, j, "");
-        tj_status s = emit_element(G);
+        tj_status s = emit_element(G, LLVMBuildAdd(ir->b, col, j, ""));
         if (s) return s;
         V jn = LLVMBuildAdd(ir->b, j, i64c(ir, 1), "");
         LLVMBasicBlockRef jfrom[2] = {outer, LLVMGetInsertBlock(ir->b)};
@@ -451,6 +527,9 @@ static void emit_entry(gen *G, V body, const char *name) {
     LLVMTypeRef params[4] = {ir->ptr, ir->ptr, ir->i64, ir->i64};
     V fn = LLVMAddFunction(ir->mod, name, LLVMFunctionType(ir->void_, params, 4, 0));
     add_attr(ir, fn, LLVMAttributeFunctionIndex, "nounwind");
+    if (G->row) /* its range counts rows: part of the kernel's text, so of its cache key */
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(ir->ctx, "tjit-range", 10, "rows", 4));
     LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
     V args[TJL_MAX_OPERANDS + 3];
     for (int k = 0; k < n_ops; k++) {
@@ -481,6 +560,7 @@ tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spe
     G->spec = spec;
     G->plan = plan;
     G->b = b;
+    G->row = tjf_row_node(subgraph);
     tjc_ptrmap_init(&G->slot_of);
     tj_status st = plan_values(G);
     if (st == TJ_OK) st = plan_operands(G);
@@ -502,7 +582,7 @@ tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spe
             add_attr(ir, body, (unsigned)k + 1, "noalias");
             add_attr(ir, body, (unsigned)k + 1, "nocapture");
         }
-        st = emit_body(G, body);
+        st = G->row ? tjl_emit_rows(G, ir, plan, b, G->row, body) : emit_body(G, body);
         if (st == TJ_OK) emit_entry(G, body, name);
     }
     if (st == TJ_ERR_UNSUPPORTED && !ir->why[0]) tjl_fail(ir, "%s", tj_last_error());

@@ -1,6 +1,7 @@
 /* internal.h — the LLVM backend's machinery, shared by its files:
  *   codegen.c  the kernel plan (operands, collapsed dims) and the IR of its
  *              loops and of the group's value graph;
+ *   rowgen.c   the loops of a row kernel (a group holding a row op);
  *   ops.c      one IR emitter per pointwise op of the table;
  *   math.c     inline IR of the transcendentals (mirrors core/pw_math.h);
  *   jit.c      target machine, optimiser, object code, ORC LLJIT, the
@@ -103,6 +104,9 @@ typedef struct tjl_plan {
      * operand's stride read from the table at launch */
     int64_t stride[TJ_MAX_DIMS][TJL_MAX_OPERANDS];
     int n_nodes;
+    /* a row kernel (the group holds a row op): elements per row, the last
+     * collapsed dim; the kernel's range counts rows. 0: elements. */
+    int64_t row_len;
 } tjl_plan;
 
 /* Plans the kernel of subgraph for spec and emits it into ir's module as a
@@ -114,6 +118,32 @@ typedef struct tjl_plan {
  * the generator does not take. */
 tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spec, const char *name,
                        tjl_plan *plan);
+
+/* The generator's state for one kernel, shared with rowgen.c: it emits the
+ * loops, codegen.c the elements. Positions are along the innermost
+ * collapsed dim; values are the subgraph's, each loaded or computed once
+ * per element. */
+typedef struct tjl_gen tjl_gen;
+/* In fn's entry block: operand pointers and strides from fn's parameters. */
+void tjl_gen_operands(tjl_gen *G, LLVMValueRef fn);
+/* Offsets of every operand at row `row` of the outer collapsed dims. */
+void tjl_gen_row(tjl_gen *G, LLVMValueRef row);
+/* A new element at position idx: values computed so far are forgotten. */
+void tjl_gen_at(tjl_gen *G, LLVMValueRef idx);
+/* Pointwise node n's value at the current element. */
+tj_status tjl_gen_node(tjl_gen *G, const tj_node *n);
+/* Value v at the current element in dtype t (an operand is loaded). */
+LLVMValueRef tjl_gen_value(tjl_gen *G, const tj_value *v, tj_dtype t);
+/* Sets v's value at the current element (x in v's dtype). */
+void tjl_gen_set(tjl_gen *G, const tj_value *v, LLVMValueRef x);
+/* Stores group output i at the current element. */
+void tjl_gen_store(tjl_gen *G, int i);
+/* The dtype v was planned in (the spec's). */
+tj_dtype tjl_gen_dtype(const tjl_gen *G, const tj_value *v);
+/* The body of a row kernel (rowgen.c): fn's blocks, over rows [begin, end)
+ * of plan P for subgraph block b, whose row op is row. */
+tj_status tjl_emit_rows(tjl_gen *G, tjl_ir *ir, const tjl_plan *P, tj_block *b, const tj_node *row,
+                        LLVMValueRef fn);
 
 /* ---- the JIT (jit.c) ------------------------------------------------------------ */
 
