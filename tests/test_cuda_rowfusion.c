@@ -9,13 +9,17 @@
  * f64 within 1e-12). Rows of 1, 7, 33, 256, 1000 and 5000 elements (a warp a
  * row, a block a row with the row in registers, and one recomputing its
  * prologue), broadcast [N] and [B, 1] inputs, a chunk, a strided input, f64.
+ * On the host harness, NVRTC and ptxas must also accept every module made.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "backends/cuda/driver.h"
 #include "backends/cuda/fusion.h"
+#include "backends/cuda/nvrtc.h"
 #include "tests/support/cuda_cases.h"
 #include "tests/support/testing.h"
 #include "tjit/runtime.h"
@@ -273,11 +277,48 @@ static void constant_row_layer_norm(void **state) {
     tj_generator_free(gen);
 }
 
+/* What the harness ran is what a GPU compiles: NVRTC makes PTX of every
+ * module of fused kernels for sm_90 and ptxas accepts it (on a GPU the
+ * kernels were compiled for the device and ran there). */
+static bool nvrtc_accepts(void *ctx, const char *key, const char *source) {
+    int *n = ctx;
+    char *ptx = NULL;
+    size_t size = 0;
+    if (tjcu_nvrtc_compile(key, source, "sm_90", false, &ptx, &size) != TJ_OK)
+        fail_msg("NVRTC on %s: %s", key, tj_last_error());
+    char path[] = "/tmp/tjit_rows_ptxXXXXXX";
+    int fd = mkstemp(path);
+    bool written = fd >= 0 && write(fd, ptx, size) == (ssize_t)size;
+    if (fd >= 0) close(fd);
+    free(ptx);
+    char cmd[600], out[600] = "";
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", TJCU_PTXAS, path);
+    FILE *p = written ? popen(cmd, "r") : NULL;
+    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[got] = '\0';
+    int status = p ? pclose(p) : -1;
+    unlink(path);
+    if (status != 0 || got) fail_msg("ptxas on %s (status %d): %s", key, status, out);
+    (*n)++;
+    return true;
+}
+
+static void nvrtc_and_ptxas_accept_the_row_kernels(void **state) {
+    (void)state;
+    const tjcu_driver *d = tjcu_current_driver();
+    if (d && !strcmp(d->name, "cuda")) return;
+    int n = 0;
+    tjcu_fuse_for_each_module(nvrtc_accepts, &n);
+    assert_true(n > 0);
+    printf("NVRTC and ptxas accepted %d modules of row kernels for sm_90\n", n);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(constant_row_layer_norm),
         cmocka_unit_test(rows_f32),
         cmocka_unit_test(rows_f64),
+        cmocka_unit_test(nvrtc_and_ptxas_accept_the_row_kernels),
     };
     return TT_CUDA_RUN(tests);
 }
