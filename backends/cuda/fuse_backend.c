@@ -12,7 +12,8 @@
  * compiler's message and the offending source line, and fuser/group.c runs
  * its group op by op), the others load. Modules live as long as the process,
  * as the backend's other modules do; identical kernels (the same group and
- * spec in two programs) share one. */
+ * spec in two programs) share one. A row group's kernel (fuse_rows.c) has
+ * no vectorised entry and launches a row per warp or per block. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -375,10 +376,14 @@ static tj_status launch(const tjf_kernel *kc, tj_tensor *const *inputs, tj_tenso
         if (!fn) return tj_last_status();
         atomic_store(&k->fn[e][dev.index], fn);
     }
+    void *args[1] = {block};
+    if (L->row.kind != TJF_ROW_NONE) /* rows of lanes threads, per_block rows a block (fuse_rows.c) */
+        return tjcu_launch_function("cuda fuser", dev, fn, k->done->entry[e],
+                                    tjcu_grid_for(dev, L->row.rows, L->row.per_block),
+                                    (tjcu_dim3){L->row.lanes, L->row.per_block, 1}, 0, args);
     int64_t work = e == ENTRY_VEC ? (L->numel + 3) / 4 : L->numel;
     unsigned threads = 256;
     tjcu_dim3 grid = tjcu_grid_for(dev, work, threads);
-    void *args[1] = {block};
     return tjcu_launch_function("cuda fuser", dev, fn, k->done->entry[e], grid,
                                 (tjcu_dim3){threads, 1, 1}, 0, args);
 }

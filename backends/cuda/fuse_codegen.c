@@ -8,7 +8,10 @@
  * their dtype's compute type (float, double, tjm::i64, bool); a node converts
  * its operands to its compute dtype (core/pointwise_rule.c's typing, as the
  * per-op kernels do), evaluates its row's expression and keeps the result;
- * outputs are stored at the linear index, contiguous. */
+ * outputs are stored at the linear index, contiguous. A group holding a row
+ * op gets the row kernel of fuse_rows.c around two element functions: the
+ * row op's operands at an element (the prologue), and the whole group given
+ * the row op's result there (the epilogue and every store). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +83,7 @@ typedef struct gen {
     int64_t store_st[TJF_MAX_ARGS][TJ_MAX_DIMS];
     int64_t kept_store_st[TJF_MAX_ARGS][TJ_MAX_DIMS];
     bool store_whole[TJF_MAX_ARGS];
+    const tj_node *row;              /* the group's row op, or NULL */
 } gen;
 
 /* Sizes of every value: the group's output sizes are the iteration space. */
@@ -105,6 +109,8 @@ static tj_status propagate(tj_block *b, const tjf_spec *spec, tjc_ptrmap *shape_
                                  "split into %lld equal chunks", (long long)s.sizes[dim], dim,
                                  (long long)chunks);
             s.sizes[dim] /= chunks;
+        } else if (tjf_row_op(n) != TJF_ROW_NONE) { /* a row op: its input's sizes */
+            s = *(shape *)tjc_ptrmap_get(shape_of, tj_node_input(n, 0));
         } else if (tj_node_kind_of(n) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(n))) { /* the cat */
             s = *(shape *)tjc_ptrmap_get(shape_of, tj_node_input(n, 0));
             int dim;
@@ -128,7 +134,8 @@ static tj_status propagate(tj_block *b, const tjf_spec *spec, tjc_ptrmap *shape_
     }
     *n_pool = k;
     tj_node *last = tj_block_last(b);
-    if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last))) {
+    if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last)) &&
+        tjf_row_op(last) == TJF_ROW_NONE) {
         /* a concatenation: the kernel runs over one piece */
         *it = *(shape *)tjc_ptrmap_get(shape_of, tj_node_input(last, 0));
         return TJ_OK;
@@ -290,13 +297,11 @@ static tj_status put_node_function(tjc_text *t, const char *name, int j, const t
     return TJ_OK;
 }
 
-/* The element function: operand offsets from the linear index, loads, the
- * nodes, stores. */
-static tj_status put_element(gen *G, tjc_text *t, const char *name) {
+/* Operand offsets from the linear index i (in scope, of type I; offsets of
+ * type D) and the loads, each operand's value in v_x<k>. */
+static void put_loads(gen *G, tjc_text *t) {
     tjcu_fuse_layout *L = G->L;
     int nd = L->ndim;
-    tjc_put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_element(const %s_args &A, "
-           "I i) {\n", name, name);
     if (nd > 1) {
         tjc_put(t, "    I c[%d];\n    I r = i;\n", nd);
         for (int d = nd - 1; d > 0; d--)
@@ -325,10 +330,18 @@ static tj_status put_element(gen *G, tjc_text *t, const char *name) {
         tjc_put(t, "];\n    const %s v_x%d = tjm::cv_%s(x%d);\n", tjcu_c_compute_type(op->dtype), k,
             tjcu_c_suffix(op->dtype), k);
     }
+}
+
+/* The call of the compute function (with extra, the row op's arguments,
+ * between the operands and the stores) and the stores at index i. */
+static void put_compute_and_stores(gen *G, tjc_text *t, const char *name, const char *extra) {
+    tjcu_fuse_layout *L = G->L;
+    int nd = L->ndim;
     for (int m = 0; m < L->n_stores; m++) tjc_put(t, "    %s y%d;\n", tjcu_c_storage_type(L->store_dtype[m]), m);
     tjc_put(t, "    %s_compute(", name);
     for (int k = 0; k < L->n_operands; k++) tjc_put(t, "%sv_x%d", k ? ", " : "", k);
-    for (int m = 0; m < L->n_stores; m++) tjc_put(t, "%sy%d", L->n_operands + m ? ", " : "", m);
+    if (extra) tjc_put(t, "%s%s", L->n_operands ? ", " : "", extra);
+    for (int m = 0; m < L->n_stores; m++) tjc_put(t, "%sy%d", L->n_operands + m || extra ? ", " : "", m);
     tjc_put(t, ");\n");
     for (int m = 0; m < L->n_stores; m++) {
         tjc_put(t, "    ((%s *)A.p[%d])[", tjcu_c_storage_type(L->store_dtype[m]), G->store_output[m]);
@@ -341,6 +354,32 @@ static tj_status put_element(gen *G, tjc_text *t, const char *name) {
         }
         tjc_put(t, "] = y%d;\n", m);
     }
+}
+
+/* The element function: loads, the nodes, stores. A row group has two:
+ * <name>_rowx, the row op's operands at element i (its prologue), and
+ * <name>_rowy, the whole group given the row op's result ry at i. */
+static tj_status put_element(gen *G, tjc_text *t, const char *name) {
+    tjcu_fuse_layout *L = G->L;
+    if (!G->row) {
+        tjc_put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_element(const %s_args &A, "
+               "I i) {\n", name, name);
+        put_loads(G, t);
+        put_compute_and_stores(G, t, name, NULL);
+        tjc_put(t, "}\n");
+        return TJ_OK;
+    }
+    const char *T = tjcu_c_compute_type(L->row.dtype);
+    tjc_put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_rowx(const %s_args &A, "
+           "I i, %s &rx, %s &rw, %s &rb) {\n", name, name, T, T, T);
+    put_loads(G, t);
+    tjc_put(t, "    %s_prologue(", name);
+    for (int k = 0; k < L->n_operands; k++) tjc_put(t, "v_x%d, ", k);
+    tjc_put(t, "rx, rw, rb);\n}\n");
+    tjc_put(t, "template <typename I, typename D>\n__device__ __forceinline__ void %s_rowy(const %s_args &A, "
+           "I i, %s ry) {\n", name, name, T);
+    put_loads(G, t);
+    put_compute_and_stores(G, t, name, "ry");
     tjc_put(t, "}\n");
     return TJ_OK;
 }
@@ -359,23 +398,55 @@ static tj_dtype dtype_of(const tjcu_fuse_layout *L, tjc_ptrmap *operand_of, tjc_
     return value_dtype[(intptr_t)tjc_ptrmap_get(value_of, v) - 1];
 }
 
-/* The compute function: every node, then the outputs' stores at index i. */
+/* The compute function: every node, then the outputs' stores at index i.
+ * In a row group it takes the row op's result ry, and, with prologue, is
+ * instead <name>_prologue: the nodes the row op does not feed, then the row
+ * op's operands at i in rx, rw, rb. Node j is v<j> in both, its device
+ * function written (to functions) by the first. */
 static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b, tjc_ptrmap *operand_of,
-                             tjc_ptrmap *value_of, tj_dtype *value_dtype, tjc_text *functions) {
+                             tjc_ptrmap *value_of, tj_dtype *value_dtype, tjc_text *functions,
+                             bool prologue) {
     tjcu_fuse_layout *L = G->L;
-    tjc_put(t, "__device__ __forceinline__ void %s_compute(", name);
+    const char *R = G->row ? tjcu_c_compute_type(L->row.dtype) : NULL;
+    tjc_put(t, "__device__ __forceinline__ void %s_%s(", name, prologue ? "prologue" : "compute");
     for (int k = 0; k < L->n_operands; k++)
         tjc_put(t, "%sconst %s x%d", k ? ", " : "", tjcu_c_compute_type(L->operand[k].dtype), k);
-    for (int m = 0; m < L->n_stores; m++)
-        tjc_put(t, "%s%s &y%d", L->n_operands + m ? ", " : "", tjcu_c_storage_type(L->store_dtype[m]), m);
+    if (prologue) tjc_put(t, "%s%s &rx, %s &rw, %s &rb", L->n_operands ? ", " : "", R, R, R);
+    else if (R) tjc_put(t, "%sconst %s ry", L->n_operands ? ", " : "", R);
+    for (int m = 0; !prologue && m < L->n_stores; m++)
+        tjc_put(t, "%s%s &y%d", L->n_operands + m || R ? ", " : "", tjcu_c_storage_type(L->store_dtype[m]), m);
     tjc_put(t, ") {\n");
+    tjc_ptrmap fed; /* values the row op feeds */
+    tjc_ptrmap_init(&fed);
     int j = 0;
     for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == G->cat) continue;
+        bool after = n == G->row;
+        for (int i = 0; i < tj_node_num_inputs(n); i++) after |= tjc_ptrmap_get(&fed, tj_node_input(n, i)) != NULL;
+        if (after && !tjc_ptrmap_put(&fed, tj_node_output(n, 0), (void *)1)) {
+            tjc_ptrmap_free(&fed);
+            return TJ_ERR_MEMORY;
+        }
+        if (after && prologue) {
+            j++;
+            continue;
+        }
+        if (n == G->row) {
+            tjc_put(t, "    const %s v%d = ry; /* %s */\n", R, j, tj_node_name(n));
+            value_dtype[j] = L->row.dtype;
+            if (!tjc_ptrmap_put(value_of, tj_node_output(n, 0), (void *)(intptr_t)(j + 1))) {
+                tjc_ptrmap_free(&fed);
+                return TJ_ERR_MEMORY;
+            }
+            j++;
+            continue;
+        }
         const tj_op_info *op = tj_node_op(n);
         int n_in = tj_node_num_inputs(n);
-        if (!op || n_in > 3 || tj_node_num_outputs(n) != 1)
+        if (!op || n_in > 3 || tj_node_num_outputs(n) != 1 || !tjf_fusible_op(op)) {
+            tjc_ptrmap_free(&fed);
             return tjc_error(TJ_ERR_UNSUPPORTED, "%s cannot run inside a CUDA kernel", tj_node_name(n));
+        }
         struct tj_tensor fake[3];
         tj_tensor *fake_ptrs[3];
         memset(fake, 0, sizeof fake);
@@ -385,11 +456,19 @@ static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b,
             fake_ptrs[i] = &fake[i];
         }
         tj_dtype compute, result;
-        if (tjc_pw_types(op, fake_ptrs, n_in, &compute, &result) != TJ_OK) return tj_last_status();
-        if (compute == TJ_I64 && (op->id == TJ_OP_pow || (op->inplace_of >= 0 && tjc_op(op->inplace_of)->id == TJ_OP_pow)))
+        if (tjc_pw_types(op, fake_ptrs, n_in, &compute, &result) != TJ_OK) {
+            tjc_ptrmap_free(&fed);
+            return tj_last_status();
+        }
+        if (compute == TJ_I64 && (op->id == TJ_OP_pow || (op->inplace_of >= 0 && tjc_op(op->inplace_of)->id == TJ_OP_pow))) {
+            tjc_ptrmap_free(&fed);
             return tjc_error(TJ_ERR_UNSUPPORTED, "an integer pow (its exponent is checked on the host)");
-        tj_status st = put_node_function(functions, name, j, n, compute, result);
-        if (st) return st;
+        }
+        tj_status st = functions ? put_node_function(functions, name, j, n, compute, result) : TJ_OK;
+        if (st) {
+            tjc_ptrmap_free(&fed);
+            return st;
+        }
         const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
         const tj_op_info *base = form->scalar_base >= 0 ? tjc_op(form->scalar_base) : form;
         tjc_put(t, "    const %s v%d = tjm::%s_n%d(", tjcu_c_compute_type(result), j, name, j);
@@ -408,8 +487,29 @@ static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b,
         tjc_put(t, ");\n");
         (void)base;
         value_dtype[j] = result;
-        if (!tjc_ptrmap_put(value_of, tj_node_output(n, 0), (void *)(intptr_t)(j + 1))) return TJ_ERR_MEMORY;
+        if (!tjc_ptrmap_put(value_of, tj_node_output(n, 0), (void *)(intptr_t)(j + 1))) {
+            tjc_ptrmap_free(&fed);
+            return TJ_ERR_MEMORY;
+        }
         j++;
+    }
+    tjc_ptrmap_free(&fed);
+    if (prologue) {
+        /* the contract gives x, w and b the row's dtype */
+        static const char *const slot[3] = {"rx", "rw", "rb"};
+        for (int i = 0; i < 3; i++) {
+            tjc_put(t, "    %s = ", slot[i]);
+            if (i < tj_node_num_inputs(G->row)) {
+                tj_value *v = tj_node_input((tj_node *)G->row, i);
+                tjc_put(t, "tjm::cv_%s(", tjcu_c_suffix(L->row.dtype));
+                put_value(t, operand_of, value_of, v);
+                tjc_put(t, ");\n");
+            } else {
+                tjc_put(t, "%s();\n", R);
+            }
+        }
+        tjc_put(t, "}\n");
+        return TJ_OK;
     }
     for (int m = 0; m < L->n_stores; m++) {
         tj_value *v = G->cat ? tj_node_input((tj_node *)G->cat, m) : tj_block_output(b, m);
@@ -494,20 +594,24 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
         for (int o = 0; o < L->n_outputs; o++)
             L->output_dtype[o] = (tj_dtype)tj_value_type(tj_block_output(b, o))->dtype;
         tj_node *last = tj_block_last(b);
-        if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last))) {
+        G->row = tjf_row_node(subgraph);
+        if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last)) &&
+            last != G->row) {
             if (strcmp(tj_node_name(last), "aten::cat") || L->n_outputs != 1 ||
                 tj_block_output(b, 0) != tj_node_output(last, 0))
                 st = tjc_error(TJ_ERR_UNSUPPORTED, "%s cannot run inside a CUDA kernel", tj_node_name(last));
             G->cat = last;
         }
         int n_pool = 0;
-        st = propagate(b, spec, &shape_of, pool, &n_pool, &G->it);
+        if (st == TJ_OK) st = propagate(b, spec, &shape_of, pool, &n_pool, &G->it);
     }
+    if (st == TJ_OK && G->row) st = tjcu_fuse_row_plan(G->row, G->it.ndim, G->it.sizes, &L->row);
     if (st == TJ_OK) st = plan_operands(G, b, &operand_of);
     if (st == TJ_OK && L->n_outputs + L->n_operands > TJF_MAX_ARGS)
         st = tjc_error(TJ_ERR_UNSUPPORTED, "too many operands");
     if (st == TJ_OK) {
         plan_dims(G);
+        if (G->row) L->vectorisable = false;
         L->it_ndim = G->it.ndim;
         memcpy(L->it_sizes, G->it.sizes, sizeof(int64_t) * (size_t)G->it.ndim);
         const shape *out = tjc_ptrmap_get(&shape_of, tj_block_output(b, 0));
@@ -530,13 +634,20 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
         if (L->n_runtime) tjc_put(&t, "    long long st[%d][%d];\n", L->n_runtime, L->ndim ? L->ndim : 1);
         tjc_put(&t, "    long long n;\n};\n");
         tjc_put(&fns, "namespace tjm {\n");
-        st = put_compute(G, &body, name, b, &operand_of, &value_of, value_dtype, &fns);
+        st = put_compute(G, &body, name, b, &operand_of, &value_of, value_dtype, &fns, false);
         tjc_put(&fns, "} /* namespace tjm */\n");
+        if (st == TJ_OK && G->row) {
+            tjc_ptrmap pro_value_of;
+            tjc_ptrmap_init(&pro_value_of);
+            st = put_compute(G, &body, name, b, &operand_of, &pro_value_of, value_dtype, NULL, true);
+            tjc_ptrmap_free(&pro_value_of);
+        }
     }
     if (st == TJ_OK) {
         tjc_put(&t, "%s%s", fns.s ? fns.s : "", body.s ? body.s : "");
         st = put_element(G, &t, name);
-        put_entry_points(G, &t, name);
+        if (G->row) tjcu_fuse_put_row_kernel(&t, name, &L->row);
+        else put_entry_points(G, &t, name);
     }
     if (st == TJ_OK && (t.failed || fns.failed || body.failed))
         st = tjc_error(TJ_ERR_MEMORY, "cuda fuser: out of memory writing a kernel");

@@ -26,6 +26,7 @@
 
 #include <stdio.h>
 
+#include "core/text.h"
 #include "fuser/fuser.h"
 
 /* The kernel text of a group for spec, its entry points named
@@ -39,6 +40,20 @@ typedef struct tjcu_fuse_operand {
     bool whole;        /* read at the linear index: the vectorised kernel may run */
     tj_dtype dtype;
 } tjcu_fuse_operand;
+
+/* A row group's kernel (fuse_rows.c): rows of len elements, each taken by
+ * lanes threads (one warp, blockDim (32, per_block), for short rows; else
+ * one block of lanes threads a row); each lane keeps its cache elements of
+ * the row's input in registers when the row fits in lanes * cache, else
+ * recomputes the prologue at every pass (cache 0). */
+typedef struct tjcu_fuse_row {
+    tjf_row_kind kind;
+    tj_dtype dtype;
+    int64_t len, rows;
+    unsigned lanes, per_block;
+    int cache;
+    double eps;
+} tjcu_fuse_row;
 
 typedef struct tjcu_fuse_layout {
     int n_outputs, n_operands, n_runtime;
@@ -62,7 +77,15 @@ typedef struct tjcu_fuse_layout {
     int64_t numel;
     bool vectorisable;
     size_t args_bytes; /* the kernel's argument block */
+    tjcu_fuse_row row;  /* kind TJF_ROW_NONE: the elementwise kernels */
 } tjcu_fuse_layout;
+
+/* fuse_rows.c: the row kernel's shape for row op n over the iteration
+ * sizes; TJ_ERR_UNSUPPORTED when the group is not of fuser.h's form. */
+tj_status tjcu_fuse_row_plan(const tj_node *n, int ndim, const int64_t *sizes, tjcu_fuse_row *row);
+/* Its entry points <name>_i32 and <name>_i64 around the element functions
+ * <name>_rowx and <name>_rowy that fuse_codegen.c writes. */
+void tjcu_fuse_put_row_kernel(tjc_text *t, const char *name, const tjcu_fuse_row *row);
 
 /* The text (malloc'd) and layout of the group's kernels; NULL with an error
  * (TJ_ERR_UNSUPPORTED naming the node) for what a kernel cannot express. */

@@ -1,0 +1,324 @@
+/* test_cuda_rowfusion.c — fusion groups holding a row op (softmax,
+ * log_softmax, layer_norm over the last dim; fuser/fuser.h) in the `cuda`
+ * fuser backend (backends/cuda/fuse_rows.c).
+ *
+ * Each case is a group written in IR text with its prologue and epilogue:
+ * the group's kernel runs through tjf_group on cuda:0 and must compile (no
+ * op-by-op fallback, no failed kernel), and its outputs must match the same
+ * nodes run op by op on cuda:0 and on the CPU (f32 within 1e-5 relative,
+ * f64 within 1e-12). Rows of 1, 7, 33, 256, 1000 and 5000 elements (a warp a
+ * row, a block a row with the row in registers, and one recomputing its
+ * prologue), broadcast [N] and [B, 1] inputs, a chunk, a strided input, f64.
+ * On the host harness, NVRTC and ptxas must also accept every module made.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cuda/driver.h"
+#include "backends/cuda/fusion.h"
+#include "backends/cuda/nvrtc.h"
+#include "tests/support/cuda_cases.h"
+#include "tests/support/testing.h"
+#include "tjit/runtime.h"
+
+static const tj_device CUDA0 = {TJ_CUDA, 0};
+
+/* tmpl with $X the [B, N] type, $W [N], $C [B, 1], $H [B, 2N] on dev, in dt. */
+static char *expand(const char *tmpl, const char *dt, const char *dev, int64_t B, int64_t N) {
+    size_t cap = strlen(tmpl) * 2 + 4096, len = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    for (const char *p = tmpl; *p; p++) {
+        assert_true(len + 128 < cap);
+        if (*p != '$') {
+            s[len++] = *p;
+            continue;
+        }
+        p++;
+        int64_t a = B, b = N;
+        int nd = 2;
+        if (*p == 'W') nd = 1, a = N;
+        else if (*p == 'C') b = 1;
+        else if (*p == 'H') b = 2 * N;
+        if (nd == 1) len += (size_t)snprintf(s + len, cap - len, "%s(%lld, device=%s)", dt, (long long)a, dev);
+        else len += (size_t)snprintf(s + len, cap - len, "%s(%lld, %lld, device=%s)", dt, (long long)a, (long long)b, dev);
+    }
+    s[len] = 0;
+    return s;
+}
+
+typedef struct rcase {
+    const char *what;
+    const char *params;  /* the graph's parameters */
+    const char *body;    /* the group's nodes */
+    const char *outputs; /* "%a, %b" */
+    int n_outputs;
+    const char kinds[8]; /* per input: X, W, C or H (its sizes) */
+    int strided;         /* an input given as a strided view, or -1 */
+} rcase;
+
+static const rcase cases[] = {
+    {"softmax after a scale, times another input",
+     "%x : $X, %m : $X",
+     "  %s : $X = aten::mul[other=0.125](%x)\n"
+     "  %p : $X = aten::softmax[dim=-1](%s)\n"
+     "  %y : $X = aten::mul(%p, %m)\n",
+     "%y", 1, "XX", -1},
+    {"log_softmax of a strided input, relu after",
+     "%x : $X",
+     "  %p : $X = aten::log_softmax[dim=1](%x)\n"
+     "  %y : $X = aten::relu(%p)\n"
+     "  %z : $X = aten::exp(%p)\n",
+     "%y, %z", 2, "X", 0},
+    {"layer_norm after a residual add, the sum an output too",
+     "%a : $X, %b : $X, %w : $W, %bias : $W",
+     "  %h : $X = aten::add[alpha=1.](%a, %b)\n"
+     "  %n : $X = aten::layer_norm[normalized_shape=[$N], eps=1e-05](%h, %w, %bias)\n"
+     "  %y : $X = aten::relu(%n)\n",
+     "%y, %h", 2, "XXWW", -1},
+    {"softmax with an [N] bias and a [B, 1] scale",
+     "%x : $X, %bias : $W, %c : $C",
+     "  %s : $X = aten::mul(%x, %c)\n"
+     "  %t : $X = aten::add[alpha=1.](%s, %bias)\n"
+     "  %y : $X = aten::softmax[dim=-1](%t)\n",
+     "%y", 1, "XWC", -1},
+    {"layer_norm of a chunk, a strided weight",
+     "%hh : $H, %w : $W, %bias : $W",
+     "  %c0 : $X, %c1 : $X = prim::ConstantChunk[chunks=2, dim=1](%hh)\n"
+     "  %g : $X = aten::mul(%c0, %c1)\n"
+     "  %n : $X = aten::layer_norm[normalized_shape=[$N], eps=0.001](%g, %w, %bias)\n"
+     "  %y : $X = aten::add[alpha=1.](%n, %c1)\n",
+     "%y", 1, "HWW", 1},
+};
+
+static tj_tensor *strided_copy(tj_tensor *t) {
+    int nd = tj_ndim(t);
+    int64_t sizes[TJ_MAX_DIMS + 1];
+    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
+    sizes[nd] = 2;
+    tj_tensor *base = tj_empty_on(sizes, nd + 1, tj_tensor_dtype(t), CUDA0);
+    tj_tensor *view = tj_select(base, nd, 1);
+    tj_release(base);
+    tj_tensor *same = tj_copy_(view, t);
+    assert_non_null(same);
+    tj_release(same);
+    return view;
+}
+
+/* The template with $N (the row length) spelled out; the rest by expand. */
+static char *with_len(const char *tmpl, int64_t N) {
+    size_t cap = strlen(tmpl) + 64, len = 0;
+    char *s = malloc(cap);
+    assert_non_null(s);
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '$' && p[1] == 'N') {
+            len += (size_t)snprintf(s + len, cap - len, "%lld", (long long)N);
+            p++;
+        } else {
+            s[len++] = *p;
+        }
+    }
+    s[len] = 0;
+    return s;
+}
+
+static void run_case(const rcase *c, tj_dtype dtype, int64_t B, int64_t N, tj_generator *gen) {
+    const char *dt = dtype == TJ_F32 ? "Float" : "Double";
+    char flat_t[4096], group_t[8192];
+    char *body = with_len(c->body, N);
+    snprintf(flat_t, sizeof flat_t, "graph(%s):\n%s  return (%s)\n", c->params, body, c->outputs);
+    char outdecl[512] = "";
+    const char *names[4] = {"%o0", "%o1", "%o2", "%o3"};
+    for (int o = 0; o < c->n_outputs; o++)
+        snprintf(outdecl + strlen(outdecl), sizeof outdecl - strlen(outdecl), "%s%s : $X", o ? ", " : "", names[o]);
+    char args[256] = "";
+    for (const char *p = c->params; *p;) { /* the parameters' names */
+        const char *e = strchr(p, ' ');
+        snprintf(args + strlen(args), sizeof args - strlen(args), "%s%.*s", args[0] ? ", " : "", (int)(e - p), p);
+        p = strchr(p, ',');
+        if (!p) break;
+        p += 2;
+    }
+    char rets[64] = "";
+    for (int o = 0; o < c->n_outputs; o++)
+        snprintf(rets + strlen(rets), sizeof rets - strlen(rets), "%s%s", o ? ", " : "", names[o]);
+    snprintf(group_t, sizeof group_t,
+             "graph(%s):\n  %s = prim::FusionGroup_0(%s)\n  return (%s)\nwith prim::FusionGroup_0 = graph(%s):\n%s"
+             "  return (%s)\n",
+             c->params, outdecl, args, rets, c->params, body, c->outputs);
+    free(body);
+    char *gd_text = expand(group_t, dt, "cuda:0", B, N), *fd_text = expand(flat_t, dt, "cuda:0", B, N);
+    char *fc_text = expand(flat_t, dt, "cpu", B, N);
+    tj_graph *gd = tj_graph_parse(gd_text, NULL), *fd = tj_graph_parse(fd_text, NULL),
+             *fc = tj_graph_parse(fc_text, NULL);
+    if (!gd || !fd || !fc) fail_msg("%s: %s\n%s", c->what, tj_last_error(), gd_text);
+
+    int n_in = (int)strlen(c->kinds);
+    tj_tensor *cpu_in[8], *dev_in[8];
+    for (int i = 0; i < n_in; i++) {
+        int64_t sizes[2] = {B, c->kinds[i] == 'C' ? 1 : c->kinds[i] == 'H' ? 2 * N : N};
+        bool vec = c->kinds[i] == 'W';
+        if (vec) sizes[0] = N;
+        cpu_in[i] = tt_random(gen, sizes, vec ? 1 : 2, dtype, -3, 3);
+        tj_tensor *d = tj_to_device(cpu_in[i], CUDA0);
+        dev_in[i] = i == c->strided ? strided_copy(d) : d;
+        if (i == c->strided) tj_release(d);
+    }
+
+    /* fused: the group's kernel, which must compile */
+    tjcu_fuse_stats before, after;
+    tjcu_fuse_get_stats(&before);
+    tj_node *node = tj_block_first(tj_graph_block(gd));
+    assert_int_equal(tj_node_kind_of(node), TJ_NODE_FUSION_GROUP);
+    assert_non_null(tjf_row_node(tj_node_subgraph(node)));
+    tjf_group *grp = tjf_group_new(node, tjcu_fuse_backend());
+    assert_non_null(grp);
+    tj_tensor *fused[4] = {0}, *dev[4] = {0}, *cpu[4] = {0};
+    if (tjf_group_run(grp, dev_in, fused) != TJ_OK) fail_msg("%s: %s", c->what, tj_last_error());
+    tjcu_fuse_get_stats(&after);
+    if (tjf_group_fallback_reason(grp))
+        fail_msg("%s (%s, N=%lld): fell back: %s", c->what, dt, (long long)N, tjf_group_fallback_reason(grp));
+    assert_int_equal(tjf_group_num_kernels(grp), 1);
+    assert_int_equal(after.failed, before.failed);
+    assert_true(after.kernels > before.kernels);
+
+    /* op by op, on the device and the CPU */
+    tj_compile_options o = {.passes = ""};
+    tj_program *pd = tj_compile(fd, &o), *pc = tj_compile(fc, &o);
+    assert_non_null(pd);
+    assert_non_null(pc);
+    assert_int_equal(tj_run(pd, dev_in, dev), TJ_OK);
+    assert_int_equal(tj_run(pc, cpu_in, cpu), TJ_OK);
+    double rtol = dtype == TJ_F32 ? 1e-5 : 1e-12, atol = dtype == TJ_F32 ? 1e-6 : 1e-13;
+    for (int k = 0; k < c->n_outputs; k++) {
+        tj_tensor *h = tj_to_device(fused[k], TJ_DEVICE_CPU);
+        tt_ref want_cpu = tt_ref_of(cpu[k]);
+        tj_tensor *hd = tj_to_device(dev[k], TJ_DEVICE_CPU);
+        tt_ref want_dev = tt_ref_of(hd);
+        printf("  %s, %s [%lld, %lld], output %d\n", c->what, dt, (long long)B, (long long)N, k);
+        tt_assert_close_ref(h, &want_dev, rtol, atol);
+        tt_assert_close_ref(h, &want_cpu, rtol, atol);
+        tt_ref_free(&want_cpu);
+        tt_ref_free(&want_dev);
+        tj_release(h);
+        tj_release(hd);
+    }
+    for (int k = 0; k < c->n_outputs; k++) tj_release(fused[k]), tj_release(dev[k]), tj_release(cpu[k]);
+    for (int i = 0; i < n_in; i++) tj_release(cpu_in[i]), tj_release(dev_in[i]);
+    tj_program_free(pd);
+    tj_program_free(pc);
+    tjf_group_free(grp);
+    tj_graph_free(gd);
+    tj_graph_free(fd);
+    tj_graph_free(fc);
+    free(gd_text);
+    free(fd_text);
+    free(fc_text);
+}
+
+static const int64_t lengths[] = {1, 7, 33, 256, 1000, 5000};
+
+static void every_case(tj_dtype dtype) {
+    tj_generator *gen = tj_generator_new(dtype == TJ_F32 ? 5 : 6);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+            int64_t N = lengths[l], B = N >= 1000 ? 3 : 5;
+            run_case(&cases[c], dtype, B, N, gen);
+        }
+    tj_generator_free(gen);
+}
+
+static void rows_f32(void **state) {
+    (void)state;
+    every_case(TJ_F32);
+}
+
+static void rows_f64(void **state) {
+    (void)state;
+    every_case(TJ_F64);
+}
+
+/* A constant row normalises to exactly 0 before the affine part: y = b. */
+static void constant_row_layer_norm(void **state) {
+    (void)state;
+    const char *t = "graph(%x : Float(2, 37, device=cuda:0), %w : Float(37, device=cuda:0), "
+                    "%b : Float(37, device=cuda:0)):\n"
+                    "  %o : Float(2, 37, device=cuda:0) = prim::FusionGroup_0(%x, %w, %b)\n"
+                    "  return (%o)\n"
+                    "with prim::FusionGroup_0 = graph(%x : Float(2, 37, device=cuda:0), "
+                    "%w : Float(37, device=cuda:0), %b : Float(37, device=cuda:0)):\n"
+                    "  %s : Float(2, 37, device=cuda:0) = aten::mul[other=3.](%x)\n"
+                    "  %n : Float(2, 37, device=cuda:0) = aten::layer_norm[normalized_shape=[37], eps=1e-05](%s, %w, %b)\n"
+                    "  return (%n)\n";
+    tj_graph *g = tj_graph_parse(t, NULL);
+    assert_non_null(g);
+    int64_t xs[2] = {2, 37}, ws[1] = {37};
+    tj_tensor *x = tj_full(xs, 2, 0.1, TJ_F32), *w = tj_full(ws, 1, 2.0, TJ_F32);
+    tj_generator *gen = tj_generator_new(3);
+    tj_tensor *b = tt_random(gen, ws, 1, TJ_F32, -1, 1);
+    tj_tensor *in[3] = {tj_to_device(x, CUDA0), tj_to_device(w, CUDA0), tj_to_device(b, CUDA0)}, *out = NULL;
+    tjf_group *grp = tjf_group_new(tj_block_first(tj_graph_block(g)), tjcu_fuse_backend());
+    assert_non_null(grp);
+    assert_int_equal(tjf_group_run(grp, in, &out), TJ_OK);
+    assert_null(tjf_group_fallback_reason(grp));
+    tj_tensor *h = tj_to_device(out, TJ_DEVICE_CPU);
+    tt_ref rb = tt_ref_of(b), ro = tt_ref_of(h);
+    for (int64_t i = 0; i < ro.numel; i++)
+        if (ro.v[i] != rb.v[i % 37]) fail_msg("element %lld: %.9g, not b = %.9g", (long long)i, ro.v[i], rb.v[i % 37]);
+    tt_ref_free(&rb);
+    tt_ref_free(&ro);
+    tj_release(h), tj_release(out), tj_release(x), tj_release(w), tj_release(b);
+    for (int i = 0; i < 3; i++) tj_release(in[i]);
+    tjf_group_free(grp);
+    tj_graph_free(g);
+    tj_generator_free(gen);
+}
+
+/* What the harness ran is what a GPU compiles: NVRTC makes PTX of every
+ * module of fused kernels for sm_90 and ptxas accepts it (on a GPU the
+ * kernels were compiled for the device and ran there). */
+static bool nvrtc_accepts(void *ctx, const char *key, const char *source) {
+    int *n = ctx;
+    char *ptx = NULL;
+    size_t size = 0;
+    if (tjcu_nvrtc_compile(key, source, "sm_90", false, &ptx, &size) != TJ_OK)
+        fail_msg("NVRTC on %s: %s", key, tj_last_error());
+    char path[] = "/tmp/tjit_rows_ptxXXXXXX";
+    int fd = mkstemp(path);
+    bool written = fd >= 0 && write(fd, ptx, size) == (ssize_t)size;
+    if (fd >= 0) close(fd);
+    free(ptx);
+    char cmd[600], out[600] = "";
+    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", TJCU_PTXAS, path);
+    FILE *p = written ? popen(cmd, "r") : NULL;
+    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[got] = '\0';
+    int status = p ? pclose(p) : -1;
+    unlink(path);
+    if (status != 0 || got) fail_msg("ptxas on %s (status %d): %s", key, status, out);
+    (*n)++;
+    return true;
+}
+
+static void nvrtc_and_ptxas_accept_the_row_kernels(void **state) {
+    (void)state;
+    const tjcu_driver *d = tjcu_current_driver();
+    if (d && !strcmp(d->name, "cuda")) return;
+    int n = 0;
+    tjcu_fuse_for_each_module(nvrtc_accepts, &n);
+    assert_true(n > 0);
+    printf("NVRTC and ptxas accepted %d modules of row kernels for sm_90\n", n);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(constant_row_layer_norm),
+        cmocka_unit_test(rows_f32),
+        cmocka_unit_test(rows_f64),
+        cmocka_unit_test(nvrtc_and_ptxas_accept_the_row_kernels),
+    };
+    return TT_CUDA_RUN(tests);
+}
