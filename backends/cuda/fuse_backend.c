@@ -93,9 +93,6 @@ static char *with_fault(char *text, const char *name, const char *fn) {
 }
 
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
-    if (tjf_row_node(subgraph))
-        return tjc_error(TJ_ERR_UNSUPPORTED, "cuda fuser: row groups (a softmax, log_softmax or "
-                         "layer_norm with its neighbours) run op by op"), NULL;
     tjf_kernel *k = tjc_calloc(1, sizeof *k);
     if (!k) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     /* named by its own text: identical kernels share a name and a module */
