@@ -10,6 +10,11 @@
  * row, a block a row with the row in registers, and one recomputing its
  * prologue), broadcast [N] and [B, 1] inputs, a chunk, a strided input, f64.
  * On the host harness, NVRTC and ptxas must also accept every module made.
+ *
+ * Then the fuser's own row groups: random row-group models (tests/support/
+ * row_cases.c) traced on cuda:0, fused by tj_pass_fuse and run against the
+ * CPU's unfused replay within the bounds (60 on the harness, 300 on a GPU;
+ * TJIT_ROW_CASES sets another count).
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +25,9 @@
 #include "backends/cuda/driver.h"
 #include "backends/cuda/fusion.h"
 #include "backends/cuda/nvrtc.h"
+#include "fuser/fuser.h"
 #include "tests/support/cuda_cases.h"
+#include "tests/support/row_cases.h"
 #include "tests/support/testing.h"
 #include "tjit/runtime.h"
 
@@ -313,8 +320,66 @@ static void nvrtc_and_ptxas_accept_the_row_kernels(void **state) {
     printf("NVRTC and ptxas accepted %d modules of row kernels for sm_90\n", n);
 }
 
+static bool on_gpu(void) {
+    const tjcu_driver *d = tjcu_current_driver();
+    return d && !strcmp(d->name, "cuda");
+}
+
+/* The row groups tj_pass_fuse forms, traced on cuda:0, against the CPU. */
+static void fused_row_models(void **state) {
+    (void)state;
+    const char *env = getenv("TJIT_ROW_CASES");
+    int n = env ? atoi(env) : on_gpu() ? 300 : 60, groups = 0;
+    tj_generator *gen = tj_generator_new(91);
+    tjcu_fuse_stats before, after;
+    tjcu_fuse_get_stats(&before);
+    for (int seed = 0; seed < n; seed++) {
+        tt_row_case c;
+        tt_row_case_setup(seed, gen, &c);
+        tj_tensor *dev[5];
+        for (int i = 0; i < c.n_in; i++) assert_non_null(dev[i] = tj_to_device(c.in[i], CUDA0));
+        tj_graph *gc = tj_trace(c.model, &c.recipe, c.in, c.n_in, 2, NULL);
+        tj_graph *gd = tj_trace(c.model, &c.recipe, dev, c.n_in, 2, NULL);
+        if (!gc || !gd) fail_msg("row case %d: trace: %s", seed, tj_last_error());
+        tj_compile_options plain = {.passes = ""}, fused = {.passes = "fuse"};
+        tj_program *pc = tj_compile(gc, &plain), *pd = tj_compile(gd, &fused);
+        if (!pc || !pd) fail_msg("row case %d: compile: %s", seed, tj_last_error());
+        for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)tj_program_graph(pd))); x; x = tj_node_next(x))
+            groups += tj_node_kind_of(x) == TJ_NODE_FUSION_GROUP && tjf_row_node(tj_node_subgraph(x));
+        tj_tensor *want[2], *got[2];
+        if (tj_run(pc, c.in, want) || tj_run(pd, dev, got))
+            fail_msg("row case %d: run: %s", seed, tj_last_error());
+        for (int k = 0; k < 2; k++) {
+            tj_tensor *h = tj_to_device(got[k], TJ_DEVICE_CPU);
+            int far = tt_row_far(want[k], h);
+            if (far) {
+                char *text = tj_graph_to_string(tj_program_graph(pd), 0);
+                fail_msg("row case %d, output %d: %d elements past the bounds of the CPU's\n%s", seed,
+                         k, far, text);
+            }
+            tj_release(h);
+            tj_release(want[k]);
+            tj_release(got[k]);
+        }
+        tj_program_free(pc);
+        tj_program_free(pd);
+        tj_graph_free(gc);
+        tj_graph_free(gd);
+        for (int i = 0; i < c.n_in; i++) tj_release(dev[i]);
+        tt_row_case_free(&c);
+        tt_cuda_count_case();
+    }
+    tjcu_fuse_get_stats(&after);
+    assert_int_equal(after.failed, before.failed);
+    assert_true(groups > n / 2);
+    printf("cuda row groups: %d random models fused by the fuser (%d row groups), equal to the CPU "
+           "within the bounds\n", n, groups);
+    tj_generator_free(gen);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fused_row_models),
         cmocka_unit_test(constant_row_layer_norm),
         cmocka_unit_test(rows_f32),
         cmocka_unit_test(rows_f64),
