@@ -520,6 +520,21 @@ static tj_status emit_body(gen *G, V fn) {
     return TJ_OK;
 }
 
+/* A row kernel agrees with the unfused ops within the bounds, not bit for
+ * bit (its sums run in their own order), so the inline math it calls (exp,
+ * log, ...) may contract into FMA, as the CPU kernels' does. Not the body:
+ * the prologue is evaluated in more than one pass, and each pass must see
+ * the same bits (x - max <= 0; a constant row's x - mean == 0). */
+static void allow_contraction(tjl_ir *ir, V body) {
+    for (V f = LLVMGetFirstFunction(ir->mod); f; f = LLVMGetNextFunction(f)) {
+        if (f == body || LLVMGetLinkage(f) != LLVMInternalLinkage) continue;
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (V i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+                if (LLVMCanValueUseFastMathFlags(i))
+                    LLVMSetFastMathFlags(i, LLVMGetFastMathFlags(i) | LLVMFastMathAllowContract);
+    }
+}
+
 /* The exported entry: unpacks the pointer array and calls the body. */
 static void emit_entry(gen *G, V body, const char *name) {
     tjl_ir *ir = G->ir;
@@ -584,6 +599,7 @@ tj_status tjl_generate(tjl_ir *ir, const tj_graph *subgraph, const tjf_spec *spe
         }
         st = G->row ? tjl_emit_rows(G, ir, plan, b, G->row, body) : emit_body(G, body);
         if (st == TJ_OK) emit_entry(G, body, name);
+        if (st == TJ_OK && G->row) allow_contraction(ir, body);
     }
     if (st == TJ_ERR_UNSUPPORTED && !ir->why[0]) tjl_fail(ir, "%s", tj_last_error());
     tjc_ptrmap_free(&G->slot_of);

@@ -152,6 +152,9 @@ static tj_status prepare(tjl_ir *ir, LLVMTargetMachineRef tm) {
         LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(ir->ctx, "target-features", 15, J.features,
                                                           (unsigned)strlen(J.features)));
+        if (strstr(J.features, "+avx512f"))
+            LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(ir->ctx, "prefer-vector-width", 19, "512", 3));
     }
     char *msg = NULL;
     if (LLVMVerifyModule(ir->mod, LLVMReturnStatusAction, &msg)) {
