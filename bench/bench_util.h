@@ -91,6 +91,27 @@ static inline tj_status bench_pointwise_chain(void *ctx, tj_tensor *const *in, i
     return out[0] ? TJ_OK : tj_last_status();
 }
 
+/* softmax(x * 0.125) over the last dim: attention's scores (a row group) */
+static inline tj_status bench_scaled_softmax(void *ctx, tj_tensor *const *in, int n_in,
+                                             tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    tj_scope_begin();
+    out[0] = tj_keep(tj_softmax(tj_mul_scalar(in[0], 0.125), -1));
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* layer_norm(x + y, w, b) over the last dim: a residual block's end (a row group) */
+static inline tj_status bench_residual_layer_norm(void *ctx, tj_tensor *const *in, int n_in,
+                                                  tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    int64_t n = tj_sizes(in[0])[tj_ndim(in[0]) - 1];
+    tj_scope_begin();
+    out[0] = tj_keep(tj_layer_norm(tj_add(in[0], in[1], 1.0), &n, 1, in[2], in[3], 1e-5));
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
 /* sum(h') + sum(c') of the LSTM cell (ctx: its parameters), a scalar to
  * differentiate. The model's outputs belong to the innermost open scope at
  * the call: this one. */

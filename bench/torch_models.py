@@ -56,6 +56,16 @@ class Pointwise(Params):
         return torch.tanh(x * a + b) * torch.sigmoid(x) + 1
 
 
+class ScaledSoftmax(Params):
+    def forward(self, x):
+        return torch.softmax(x * 0.125, -1)
+
+
+class ResidualLayerNorm(Params):
+    def forward(self, x, y, w, b):
+        return F.layer_norm(x + y, (x.shape[-1],), w, b, 1e-5)
+
+
 class AddChain(Params):
     """100 adds on 1-element tensors: per-op overhead."""
 
@@ -121,6 +131,7 @@ class Transformer(Params):
 
 
 MODELS = {"lstm_cell": LSTMCell, "lstm_cell_loss": LSTMCellLoss, "pointwise": Pointwise,
+          "scaled_softmax": ScaledSoftmax, "residual_layer_norm": ResidualLayerNorm,
           "add_chain": AddChain, "mm": MatMul, "mlp_train": MLPLoss, "cnn": CNN,
           "transformer": Transformer}
 

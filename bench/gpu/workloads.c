@@ -274,6 +274,31 @@ static void pointwise_workload(const bg_config *cfg, int64_t n, const char *size
     release_inputs(&w);
 }
 
+/* A row group: softmax(x * 0.125) (n_in 1) or layer_norm(x + y, w, b) (n_in
+ * 4) over rows of width n, random values made on the device. */
+static void row_workload(const bg_config *cfg, int64_t rows, int64_t n, bool norm) {
+    char id[48], label[96];
+    snprintf(id, sizeof id, "%s_%lldx%lld", norm ? "residual_layer_norm" : "scaled_softmax",
+             (long long)rows, (long long)n);
+    snprintf(label, sizeof label, "%s [%lld, %lld]", norm ? "layer_norm(x + y, w, b)" : "softmax(x * 0.125)",
+             (long long)rows, (long long)n);
+    int64_t sizes[2] = {rows, n};
+    workload w = {.id = id, .label = label, .torch_model = norm ? "residual_layer_norm" : "scaled_softmax",
+                  .fn = norm ? bench_residual_layer_norm : bench_scaled_softmax, .n_in = norm ? 4 : 1,
+                  .n_out = 1, .bytes = (norm ? 12.0 : 8.0) * (double)(rows * n)};
+    tj_generator *gen = tj_generator_new(4);
+    tj_status st = TJ_OK;
+    for (int k = 0; k < w.n_in && !st; k++) {
+        tj_tensor *h = k < 2 ? tj_randn(sizes, 2, TJ_F32, gen) : tj_randn(&n, 1, TJ_F32, gen);
+        if (!h || !(w.in[k] = tj_to_device(h, DEV))) st = tj_last_status();
+        tj_release(h);
+    }
+    if (!st) run_workload(cfg, &w);
+    else failed(cfg, id, label);
+    release_inputs(&w);
+    tj_generator_free(gen);
+}
+
 /* the MLP's nll loss, an SGD step of lr 0.01 (bench_suite's mlp_train) */
 static void mlp_workload(const bg_config *cfg) {
     const char *id = "mlp_train", *label = "MLP train step";
@@ -330,6 +355,8 @@ void bg_run_all(const bg_config *cfg) {
         for (int bwd = 0; bwd < 2; bwd++) lstm_workload(cfg, lstm_b[s], lstm_h[s], bwd);
     pointwise_workload(cfg, small, cfg->smoke ? "1e3" : "1e6");
     pointwise_workload(cfg, big, cfg->smoke ? "4096" : "1e8");
+    row_workload(cfg, cfg->smoke ? 8 : 16384, cfg->smoke ? 128 : 1024, false);
+    row_workload(cfg, cfg->smoke ? 8 : 16384, cfg->smoke ? 256 : 1024, true);
     mlp_workload(cfg);
     model_workload(cfg, &tjx_cnn, "cnn_fwd", "CNN fwd");
     model_workload(cfg, &tjx_transformer, "transformer_fwd", "transformer block fwd");
