@@ -186,7 +186,7 @@ def make_step(model, inputs, w, run=None):
     run(*inputs) (the model itself unless a compiled form is given); for
     backward workloads, backward of its output, the SGD update when
     w["lr"] > 0, and dropping the gradients."""
-    run = run or model
+    run = model if run is None else run  # a compiled module has no truth value
     params = list(model.parameters())
     lr = w["lr"]
 

@@ -20,7 +20,15 @@
  *      values that are outputs included).
  * The row op's input is kept in registers between the passes when the row
  * fits (cache elements a lane); longer rows evaluate the prologue again.
- * The row length is a constant of the kernel, as every size is. */
+ * With the row in registers the statistic takes two reductions instead of
+ * one fold, each of plain adds or maxima: softmax's max, then the sum of
+ * e = exp(x - max), which stays in the registers for the result (one exp an
+ * element; the fold's rescaling costs up to two); layer_norm's sum, then the
+ * squared deviations from the mean, in double (no division an element, and a
+ * constant row's deviations are exactly zero).
+ * The row length is a constant of the kernel, as every size is; the kernel
+ * declares its block size (__launch_bounds__), so that the compiler keeps
+ * its registers within what a block of that size may have. */
 #include <math.h>
 #include <stdio.h>
 
@@ -133,6 +141,52 @@ static void put_combine(tjc_text *t, const tjcu_fuse_row *row) {
     tjc_put(t, "        __syncthreads(); /* before the next row writes sm */\n");
 }
 
+/* v (of type ty) becomes the row's op (max or +) of every lane's: xor
+ * shuffles within the warp, then, with a block a row, the warps' values
+ * through shared memory, combined in the same order by every thread. */
+static void put_reduce(tjc_text *t, const tjcu_fuse_row *row, const char *v, const char *ty, bool max) {
+    const char *f = max ? "%s = %s > %s ? %s : %s;\n" : "%s = %s + %s;\n";
+    tjc_put(t, "        for (int d = 16; d > 0; d >>= 1) {\n"
+               "            const %s o_ = __shfl_xor_sync(0xffffffffu, %s, d);\n            ", ty, v);
+    if (max) tjc_put(t, f, v, "o_", v, "o_", v);
+    else tjc_put(t, f, v, v, "o_");
+    tjc_put(t, "        }\n");
+    if (row->per_block != 1 || row->lanes <= 32) return;
+    tjc_put(t, "        if ((lane & 31) == 0) sm[0][lane >> 5] = (double)%s;\n        __syncthreads();\n"
+               "        %s = (%s)sm[0][0];\n        for (int w = 1; w < %d; w++) {\n"
+               "            const %s o_ = (%s)sm[0][w];\n            ",
+            v, v, ty, (int)(row->lanes / 32), ty, ty);
+    if (max) tjc_put(t, f, v, "o_", v, "o_", v);
+    else tjc_put(t, f, v, v, "o_");
+    tjc_put(t, "        }\n        __syncthreads(); /* before the next reduction writes sm */\n");
+}
+
+/* Pass 1 with the row in registers (xs; see the file comment). */
+static void put_cached_stats(tjc_text *t, const tjcu_fuse_row *row) {
+    tjc_put(t, "#pragma unroll\n        for (int k = 0; k < %d; k++)\n", row->cache);
+    if (row->kind == TJF_ROW_LAYER_NORM) {
+        tjc_put(t, "            if ((I)lane + (I)k * (I)%u < N) sum += (double)xs[k];\n", row->lanes);
+        put_reduce(t, row, "sum", "double", false);
+        tjc_put(t, "        const double mean = sum / (double)N;\n        double m2 = 0.0;\n"
+                   "#pragma unroll\n        for (int k = 0; k < %d; k++)\n"
+                   "            if ((I)lane + (I)k * (I)%u < N) {\n"
+                   "                const double d = (double)xs[k] - mean;\n                m2 += d * d;\n"
+                   "            }\n", row->cache, row->lanes);
+        put_reduce(t, row, "m2", "double", false);
+        return;
+    }
+    /* a NaN is no maximum; it makes the sum NaN below, and so the row */
+    tjc_put(t, "            if ((I)lane + (I)k * (I)%u < N && xs[k] > m) m = xs[k];\n", row->lanes);
+    put_reduce(t, row, "m", "T", true);
+    /* softmax keeps e for its result; log_softmax needs x again */
+    tjc_put(t, "#pragma unroll\n        for (int k = 0; k < %d; k++)\n"
+               "            if ((I)lane + (I)k * (I)%u < N) {\n"
+               "                const T e = tjf_row_exp(xs[k] - m);\n%s                s += e;\n"
+               "            }\n", row->cache, row->lanes,
+            row->kind == TJF_ROW_SOFTMAX ? "                xs[k] = e;\n" : "");
+    put_reduce(t, row, "s", "T", false);
+}
+
 /* A loop over the lane's elements of the row: j the column, i the element;
  * body at indent 12. */
 static void put_loop_head(tjc_text *t, const tjcu_fuse_row *row) {
@@ -160,16 +214,18 @@ void tjcu_fuse_put_row_kernel(tjc_text *t, const char *name, const tjcu_fuse_row
                "         rw_ += (long long)gridDim.x * blockDim.y) {\n");
     tjc_put(t, "        const I base = (I)rw_ * N;\n");
     if (row->cache) tjc_put(t, "        T xs[%d];\n", row->cache);
-    if (ln) tjc_put(t, "        double cnt = 0.0, mean = 0.0, m2 = 0.0;\n");
+    if (ln && row->cache) tjc_put(t, "        double sum = 0.0;\n");
+    else if (ln) tjc_put(t, "        double cnt = 0.0, mean = 0.0, m2 = 0.0;\n");
     else tjc_put(t, "        T m = -(T)INFINITY, s = (T)0;\n");
     /* pass 1 */
     put_loop_head(t, row);
     tjc_put(t, "            T x, w, b;\n            %s_rowx<I, D>(A, i, x, w, b);\n"
                "            (void)w;\n            (void)b;\n", name);
     if (row->cache) tjc_put(t, "            xs[k] = x;\n");
-    put_fold(t, row, "            ");
+    else put_fold(t, row, "            ");
     tjc_put(t, "        }\n");
-    put_combine(t, row);
+    if (row->cache) put_cached_stats(t, row);
+    else put_combine(t, row);
     if (ln) {
         tjc_put(t, "        const double rstd = 1.0 / sqrt(m2 / (double)N + (double)");
         tjc_put(t, "%a);\n", row->eps);
@@ -181,7 +237,9 @@ void tjcu_fuse_put_row_kernel(tjc_text *t, const char *name, const tjcu_fuse_row
     }
     /* pass 2 */
     put_loop_head(t, row);
-    if (row->cache && !ln) {
+    if (row->cache && row->kind == TJF_ROW_SOFTMAX) {
+        tjc_put(t, "            const T y = xs[k] * inv; /* e, kept from pass 1 */\n");
+    } else if (row->cache && !ln) {
         tjc_put(t, "            const T x = xs[k];\n");
     } else {
         /* with the input cached, the prologue's x is dead code here: w and b are loads */
@@ -189,11 +247,12 @@ void tjcu_fuse_put_row_kernel(tjc_text *t, const char *name, const tjcu_fuse_row
                    "            (void)w;\n            (void)b;\n", name);
         if (row->cache) tjc_put(t, "            x = xs[k];\n");
     }
-    put_result(t, row, "            ");
+    if (!(row->cache && row->kind == TJF_ROW_SOFTMAX)) put_result(t, row, "            ");
     tjc_put(t, "            %s_rowy<I, D>(A, i, y);\n        }\n    }\n}\n", name);
     static const char *const index[2][2] = {{"unsigned", "int"}, {"unsigned long long", "long long"}};
     for (int wide = 0; wide < 2; wide++)
-        tjc_put(t, "extern \"C\" __global__ void %s_%s(%s_args A) { %s_row<%s, %s>(A); }\nTJCU_EXPORT(%s_%s)\n",
-                name, wide ? "i64" : "i32", name, name, index[wide][0], index[wide][1], name,
-                wide ? "i64" : "i32");
+        tjc_put(t, "extern \"C\" __global__ void __launch_bounds__(%u) %s_%s(%s_args A) { %s_row<%s, %s>(A); }\n"
+                   "TJCU_EXPORT(%s_%s)\n",
+                row->lanes * (unsigned)row->per_block, name, wide ? "i64" : "i32", name, name,
+                index[wide][0], index[wide][1], name, wide ? "i64" : "i32");
 }
