@@ -13,7 +13,7 @@ a window takes about a tenth of the budget; the row is the median of
 window / k.
 
 Usage: python3 bench/gpu_report.py --bench build-gpu/bench_cuda [--budget S]
-           [--reduce-overhead lstm|all|none] [--no-compile] [--smoke]
+           [--reduce-overhead lstm|all|none] [--no-compile] [--only ID,...] [--smoke]
 Without a GPU (bench_cuda says so, or torch sees none) it says why and exits 0.
 """
 import argparse
@@ -197,6 +197,9 @@ def main():
     ap.add_argument("--reduce-overhead", choices=["lstm", "all", "none"], default="lstm",
                     help="which rows also run torch.compile(mode='reduce-overhead')")
     ap.add_argument("--no-compile", action="store_true", help="PyTorch eager only")
+    ap.add_argument("--only", default="",
+                    help="comma-separated workload ids (or prefixes): the PyTorch rows and the "
+                         "table keep only these")
     ap.add_argument("--smoke", action="store_true",
                     help="bench_cuda --smoke (tiny sizes; the host harness too), no PyTorch rows")
     args = ap.parse_args()
@@ -204,6 +207,9 @@ def main():
     if error:
         print(f"gpu_report: {error}")
         return 0
+    if args.only:
+        keep = tuple(args.only.split(","))
+        workloads = {k: w for k, w in workloads.items() if k.startswith(keep)}
     pt, gpu, version = ({}, None, "--smoke") if args.smoke else \
         run_torch(workloads, args.budget, args.reduce_overhead, not args.no_compile)
     if gpu is None:
