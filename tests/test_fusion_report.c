@@ -198,6 +198,38 @@ static void test_group_size_cap(void **state) {
     free(r);
 }
 
+/* A row group (softmax after a scale) next to another (exp of a
+ * log_softmax after an add): one row op a group. */
+static void test_two_row_ops(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 8), %c : Float(4, 8)):\n"
+                        "  %d : Float(4, 8) = aten::mul.Scalar[other=0.5](%a)\n"
+                        "  %e : Float(4, 8) = aten::softmax[dim=-1](%d)\n"
+                        "  %f : Float(4, 8) = aten::add[alpha=1.](%e, %c)\n"
+                        "  %g : Float(4, 8) = aten::log_softmax[dim=-1](%f)\n"
+                        "  %h : Float(4, 8) = aten::exp(%g)\n"
+                        "  return (%h)\n");
+    expect_line(r, "# neighbouring groups not merged\n  %2 prim::FusionGroup -> %3 prim::FusionGroup: "
+                   "both hold a row op (softmax, log_softmax, layer_norm); a group holds one\n");
+    expect_line(r, "# 2 groups formed, 5 nodes fused, 0 fusible-kind nodes left out\n");
+    free(r);
+}
+
+/* A [8] scale of a bias cannot join the softmax's group, which iterates
+ * rows of [4, 8]. */
+static void test_row_sizes(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 8), %b : Float(8)):\n"
+                        "  %d : Float(8) = aten::mul.Scalar[other=0.5](%b)\n"
+                        "  %e : Float(4, 8) = aten::add[alpha=1.](%a, %d)\n"
+                        "  %f : Float(4, 8) = aten::softmax[dim=-1](%e)\n"
+                        "  return (%f)\n");
+    expect_line(r, "  %d aten::mul.Scalar: not merged into its user %3 prim::FusionGroup: %d has sizes "
+                   "[8], not those of the row op, whose rows the group iterates\n");
+    expect_line(r, "# 1 group formed, 2 nodes fused, 1 fusible-kind node left out\n");
+    free(r);
+}
+
 /* ---- the example models, TJIT_DUMP ---------------------------------------------------------- */
 
 /* outside a tensor scope: the models own their tensors and release them */
@@ -269,7 +301,8 @@ int main(void) {
         T(test_integer_pow),     T(test_inplace),          T(test_unknown_sizes),
         T(test_uneven_chunk),    T(test_dead_node),        T(test_cycle),
         T(test_used_before_without_cycle), T(test_output_sizes), T(test_chunk_piece_used_outside),
-        T(test_operand_cap),     T(test_group_size_cap),   cmocka_unit_test(test_models),
+        T(test_operand_cap),     T(test_group_size_cap),   T(test_two_row_ops),
+        T(test_row_sizes),       cmocka_unit_test(test_models),
         T(test_dump_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
