@@ -46,7 +46,7 @@ demo: build
 # on the host harness, NVRTC sources compiled, the CUDA fuser's random graphs,
 # collectives and DDP checks under mpirun), which ctest keeps in its log; in
 # braces, so that its `|| true` cannot hide ctest's failure
-TEST_COUNTS = { grep -h -E "cases on cuda|NVRTC .*compiled|cuda fuser:|collective cases|^test_ddp:" \
+TEST_COUNTS = { grep -h -E "cases on cuda|NVRTC .*compiled|cuda fuser:|row groups|collective cases|^test_ddp:" \
 	Testing/Temporary/LastTest.log | sort -u || true; }
 
 test-release: build
