@@ -246,6 +246,31 @@ static const gn_case gn_cases[] = {
     {4, {4, 32, 16, 16}, 8, true, false, TJ_F32}, /* threads */
 };
 
+/* A constant row normalises to exactly 0, with and without the affine part
+ * and in both dtypes (PyTorch gives 0; x * rstd - mean * rstd would not). */
+static void layer_norm_of_a_constant_row_is_zero(void **state) {
+    (void)state;
+    const tj_dtype dts[2] = {TJ_F32, TJ_F64};
+    for (int k = 0; k < 2; k++) {
+        int64_t sizes[2] = {3, 4}, n = 4;
+        tj_tensor *x = tj_full(sizes, 2, 3.0, dts[k]);
+        tj_tensor *w = tj_full(&n, 1, 2.0, dts[k]), *b = tj_full(&n, 1, 0.0, dts[k]);
+        for (int affine = 0; affine < 2; affine++) {
+            tj_tensor *y = tj_layer_norm(x, &n, 1, affine ? w : NULL, affine ? b : NULL, EPS);
+            assert_non_null(y);
+            tt_ref r = tt_ref_of(y);
+            for (int64_t i = 0; i < r.numel; i++)
+                if (r.v[i] != 0.0) fail_msg("%s%s: element %lld is %g, not 0", tj_dtype_name(dts[k]),
+                                            affine ? " with weight and bias" : "", (long long)i, r.v[i]);
+            tt_ref_free(&r);
+            tj_release(y);
+        }
+        tj_release(x);
+        tj_release(w);
+        tj_release(b);
+    }
+}
+
 static void group_norm_matches_reference(void **state) {
     (void)state;
     for (size_t k = 0; k < sizeof gn_cases / sizeof *gn_cases; k++) {
@@ -466,6 +491,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(empty_input_gives_zero_weight_gradient),
         cmocka_unit_test(ops_exist),
+        cmocka_unit_test(layer_norm_of_a_constant_row_is_zero),
         cmocka_unit_test(batch_norm_matches_reference),
         cmocka_unit_test(batch_norm_running_stats_known_values),
         cmocka_unit_test(layer_norm_matches_reference),
