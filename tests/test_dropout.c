@@ -136,6 +136,14 @@ static void backward_is_grad_times_mask_times_scale(void **state) {
     tt_ref rx = tt_ref_of(x), ry = tt_ref_of(out[0]);
     for (int64_t i = 0; i < 42; i++) assert_true(fabs(ry.v[i] - rx.v[i] * rm.v[i] / 0.75) < 1e-12);
     tt_ref_free(&rg), tt_ref_free(&rm), tt_ref_free(&want), tt_ref_free(&rx), tt_ref_free(&ry);
+    /* PyTorch multiplies: an inf gradient where the mask drops gives NaN */
+    double gv[2] = {INFINITY, INFINITY};
+    bool mv[2] = {false, true};
+    int64_t two = 2;
+    tj_tensor *gi = OWN(tj_from_array(gv, &two, 1, TJ_F64)), *mi = OWN(tj_from_array(mv, &two, 1, TJ_BOOL));
+    const double *r = tj_data(OWN(tj_native_dropout_backward(gi, mi, 2.0)));
+    assert_true(isnan(r[0]));
+    assert_true(r[1] == INFINITY);
     tt_nn_free_all();
 }
 

@@ -70,7 +70,7 @@ tj_status tjcpu_native_dropout_backward(const tjc_call *c) {
         int nt = tjcpu_threads_for(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
         for (int64_t i = 0; i < n; i++)
-            tjnn_st(op, out->dtype, i, m[i] ? tjnn_ld(gp, g->dtype, i) * scale : 0.0);
+            tjnn_st(op, out->dtype, i, tjnn_ld(gp, g->dtype, i) * (m[i] ? scale : 0.0));
     }
     tj_release(g), tj_release(mask);
     return st;

@@ -52,14 +52,15 @@ __device__ void dropout_train(const TensorArg &x, T *out, unsigned char *mask, l
     }
 }
 
-/* gi[i] = mask[i] ? g[i] * scale : 0 */
+/* gi[i] = g[i] * (mask[i] * scale), as PyTorch: an inf or NaN gradient where
+ * the mask is false gives NaN, not 0 */
 template <typename T>
 __device__ void dropout_backward(const TensorArg &g, const TensorArg &mask, T *out, long long n,
                                  double scale) {
     const T *gp = (const T *)g.data;
     const unsigned char *mp = (const unsigned char *)mask.data;
     TJCU_GRID_STRIDE(i, n) {
-        out[i] = mp[tjcu_offset(mask, i)] ? (T)((double)gp[tjcu_offset(g, i)] * scale) : (T)0;
+        out[i] = (T)((double)gp[tjcu_offset(g, i)] * (mp[tjcu_offset(mask, i)] ? scale : 0.0));
     }
 }
 
