@@ -34,6 +34,14 @@ void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]);
 /* The loop converting elements of dtype from into dtype to (operands: out, in). */
 tjcpu_loop_fn tjcpu_convert_loop(tj_dtype to, tj_dtype from);
 
+/* One row of a fused row group (fused.c), contiguous: softmax or log_softmax
+ * of x's n elements of dtype t (f32, f64) into y; layer_norm of x with weight
+ * w and bias b. The unfused kernels' vectorised loops, built for each
+ * instruction set (isa.h) and picked at run time. */
+void tjcpu_softmax_row(const void *x, void *y, int64_t n, tj_dtype t, bool log_form);
+void tjcpu_layer_norm_row(const void *x, const void *w, const void *b, void *y, int64_t n, tj_dtype t,
+                          double eps);
+
 /* dst[...] = src[...] broadcast and converted; handles overlap. */
 tj_status tjcpu_copy(tj_tensor *dst, tj_tensor *src);
 /* A contiguous copy of t converted to dtype (a new reference, untracked). */

@@ -15,7 +15,7 @@
  * A row group (one softmax, log_softmax or layer_norm over the last dim:
  * fuser.h) runs row by row instead: each row of the iteration space is one
  * block, its prologue steps fill the row's scratch, the row op's step reads
- * the whole row (in double, as a reference), and the epilogue steps follow.
+ * the whole row, and the epilogue steps follow.
  */
 #include <math.h>
 #include <omp.h>
@@ -24,6 +24,7 @@
 
 #include "core/alloc.h"
 #include "core/ptrmap.h"
+#include "core/pw_math.h"
 #include "cpu.h"
 #include "fuser/fuser.h"
 #include "tjit/ir.h"
@@ -101,59 +102,73 @@ static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const cha
     return NULL;
 }
 
-/* ---- row ops: one row of m elements at the given strides, in double ---- */
+/* ---- row ops: one row of m elements at the given byte strides -------------
+ * Contiguous rows (temporaries, outputs, whole inputs) go to the unfused
+ * kernels' vectorised row loops (tjcpu_softmax_row, tjcpu_layer_norm_row);
+ * a strided input takes these plain loops, with the same arithmetic:
+ * softmax's max, its sum of exp(x - max) in double, then the result;
+ * layer_norm's mean and biased variance in double, two passes, and
+ * (x - mean) * rstd * w + b in double. */
 
-static double load(const char *p, tj_dtype t) {
-    return t == TJ_F32 ? (double)*(const float *)p : *(const double *)p;
-}
-
-static void store(char *p, tj_dtype t, double v) {
-    if (t == TJ_F32) *(float *)p = (float)v;
-    else *(double *)p = v;
-}
-
-/* params[0]: the dtype; args: out, x */
-static void row_softmax(int64_t m, char **a, const int64_t *st, const void *ctx, bool log_form) {
-    tj_dtype t = (tj_dtype)((const double *)ctx)[0];
-    double max = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < m; j++) {
-        double x = load(a[1] + j * st[1], t);
-        max = x > max || isnan(x) ? x : max;
+#define ROW_FNS(T, SFX, DT, EXP)                                                                      \
+    static void row_softmax_##SFX(int64_t m, char **a, const int64_t *st, bool log_form) {      \
+        const T *x = (const T *)a[1];                                                             \
+        T *y = (T *)a[0];                                                                         \
+        int64_t sx = st[1] / (int64_t)sizeof(T), sy = st[0] / (int64_t)sizeof(T);                \
+        if (sx == 1 && sy == 1) {                                                                 \
+            tjcpu_softmax_row(x, y, m, DT, log_form);                                             \
+            return;                                                                               \
+        }                                                                                         \
+        T max = -(T)INFINITY; /* a NaN is no maximum: it makes the sum NaN, so the row */        \
+        for (int64_t j = 0; j < m; j++) max = x[j * sx] > max ? x[j * sx] : max;                 \
+        double sum = 0;                                                                           \
+        for (int64_t j = 0; j < m; j++) sum += (double)EXP(x[j * sx] - max);                      \
+        T ls = (T)log(sum), inv = (T)(1.0 / sum);                                                 \
+        for (int64_t j = 0; j < m; j++)                                                           \
+            y[j * sy] = log_form ? (x[j * sx] - max) - ls : EXP(x[j * sx] - max) * inv;           \
+    }                                                                                             \
+    static void row_layer_norm_##SFX(int64_t m, char **a, const int64_t *st, double eps) {      \
+        const T *x = (const T *)a[1], *w = (const T *)a[2], *b = (const T *)a[3];                \
+        T *y = (T *)a[0];                                                                         \
+        int64_t sy = st[0] / (int64_t)sizeof(T), sx = st[1] / (int64_t)sizeof(T);                \
+        int64_t sw = st[2] / (int64_t)sizeof(T), sb = st[3] / (int64_t)sizeof(T);                \
+        if (sx == 1 && sy == 1 && sw == 1 && sb == 1) {                                           \
+            tjcpu_layer_norm_row(x, w, b, y, m, DT, eps);                                         \
+            return;                                                                               \
+        }                                                                                         \
+        double mean = 0, var = 0;                                                                 \
+        for (int64_t j = 0; j < m; j++) mean += (double)x[j * sx];                                \
+        mean /= (double)m;                                                                        \
+        for (int64_t j = 0; j < m; j++) {                                                         \
+            double d = (double)x[j * sx] - mean;                                                  \
+            var += d * d;                                                                         \
+        }                                                                                         \
+        double rstd = 1 / sqrt(var / (double)m + eps);                                            \
+        for (int64_t j = 0; j < m; j++)                                                           \
+            y[j * sy] = (T)(((double)x[j * sx] - mean) * rstd * (double)w[j * sw] + (double)b[j * sb]); \
     }
-    for (int64_t j = 0; j < m; j++) sum += exp(load(a[1] + j * st[1], t) - max);
-    double log_sum = log(sum);
-    for (int64_t j = 0; j < m; j++) {
-        double d = load(a[1] + j * st[1], t) - max;
-        store(a[0] + j * st[0], t, log_form ? d - log_sum : exp(d) / sum);
-    }
-}
 
+ROW_FNS(float, f32, TJ_F32, tjm_expf)
+ROW_FNS(double, f64, TJ_F64, exp)
+
+/* params: the dtype, eps; args: out, x (and weight, bias) */
 static void row_softmax_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
-    row_softmax(m, a, st, ctx, false);
+    if ((tj_dtype)((const double *)ctx)[0] == TJ_F32) row_softmax_f32(m, a, st, false);
+    else row_softmax_f64(m, a, st, false);
 }
 
 static void row_log_softmax_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
-    row_softmax(m, a, st, ctx, true);
+    if ((tj_dtype)((const double *)ctx)[0] == TJ_F32) row_softmax_f32(m, a, st, true);
+    else row_softmax_f64(m, a, st, true);
 }
 
-/* params: the dtype, eps; args: out, x, weight, bias */
 static void row_layer_norm_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
-    tj_dtype t = (tj_dtype)((const double *)ctx)[0];
-    double eps = ((const double *)ctx)[1], mean = 0, var = 0;
-    for (int64_t j = 0; j < m; j++) mean += load(a[1] + j * st[1], t);
-    mean /= (double)m;
-    for (int64_t j = 0; j < m; j++) {
-        double d = load(a[1] + j * st[1], t) - mean;
-        var += d * d;
-    }
-    double rstd = 1 / sqrt(var / (double)m + eps);
-    for (int64_t j = 0; j < m; j++) {
-        double y = (load(a[1] + j * st[1], t) - mean) * rstd;
-        store(a[0] + j * st[0], t, y * load(a[2] + j * st[2], t) + load(a[3] + j * st[3], t));
-    }
+    const double *p = ctx;
+    if ((tj_dtype)p[0] == TJ_F32) row_layer_norm_f32(m, a, st, p[1]);
+    else row_layer_norm_f64(m, a, st, p[1]);
 }
 
-/* The step of row op n, whose input and output are slot x of dtype t. */
+/* The step of row op n, whose result has dtype t. */
 static step row_step(const tj_node *n, tjf_row_kind kind, tj_dtype t) {
     step s = {row_softmax_fn, 2, {0}, {(double)t, 0}};
     if (kind == TJF_ROW_LOG_SOFTMAX) s.fn = row_log_softmax_fn;

@@ -76,4 +76,17 @@ tjcpu_isa_level tjcpu_isa_set(tjcpu_isa_level isa) {
     tj_status name##_avx512(const tjc_call *c);                                             \
     tj_status name(const tjc_call *c) { return TJCPU_ISA_PICK(name)(c); }
 TJCPU_DISPATCHED_KERNELS(DISPATCH)
+
+#define ROW_HELPERS(X)                                                                       \
+    X(void, tjcpu_softmax_row, (const void *x, void *y, int64_t n, tj_dtype t, bool log_form), \
+      (x, y, n, t, log_form))                                                                  \
+    X(void, tjcpu_layer_norm_row,                                                              \
+      (const void *x, const void *w, const void *b, void *y, int64_t n, tj_dtype t, double eps), \
+      (x, w, b, y, n, t, eps))
+#define DISPATCH_HELPER(ret, name, params, args)                                            \
+    ret name##_baseline params;                                                             \
+    ret name##_avx2 params;                                                                 \
+    ret name##_avx512 params;                                                               \
+    ret name params { TJCPU_ISA_PICK(name) args; }
+ROW_HELPERS(DISPATCH_HELPER)
 #endif

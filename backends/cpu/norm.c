@@ -224,6 +224,12 @@ tj_status TJCPU_ISA_NAME(tjcpu_native_layer_norm)(const tjc_call *c) {
 
 tj_status TJCPU_ISA_NAME(tjcpu_layer_norm)(const tjc_call *c) { return ln_forward(c, c->out[0], NULL, NULL); }
 
+void TJCPU_ISA_NAME(tjcpu_layer_norm_row)(const void *x, const void *w, const void *b, void *y, int64_t n,
+                                          tj_dtype t, double eps) {
+    if (t == TJ_F32) ln_row_f32(x, w, b, y, n, eps);
+    else ln_row_f64(x, w, b, y, n, eps);
+}
+
 /* in: grad_out, input, mean, rstd, weight, bias; attrs: normalized_shape */
 tj_status TJCPU_ISA_NAME(tjcpu_native_layer_norm_backward)(const tjc_call *c) {
     int64_t M, L;

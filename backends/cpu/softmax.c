@@ -86,6 +86,11 @@ static tj_status softmax_forward(const tjc_call *c, bool log_form) {
 }
 
 tj_status TJCPU_ISA_NAME(tjcpu_softmax)(const tjc_call *c) { return softmax_forward(c, false); }
+
+void TJCPU_ISA_NAME(tjcpu_softmax_row)(const void *x, void *y, int64_t n, tj_dtype t, bool log_form) {
+    if (t == TJ_F32) softmax_row_f32(x, y, n, log_form);
+    else softmax_row_f64(x, y, n, log_form);
+}
 tj_status TJCPU_ISA_NAME(tjcpu_log_softmax)(const tjc_call *c) { return softmax_forward(c, true); }
 
 /* in: grad_output, output; attrs: dim, input_dtype. Computed in output's
