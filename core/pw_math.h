@@ -86,10 +86,9 @@ static inline float tjm_tanhf(float x) {
  * The same scheme in double: branch-free range reduction and Cephes's
  * rational fits. The LLVM backend (backends/llvm/) emits these operation for
  * operation, so its vectorised kernels give the same bits as these C
- * versions; the op table still takes f64 exp/log/tanh/erf and f32 pow from
- * libm, so for those these are the LLVM backend's reference; f32 erf (and
- * the exact gelu on it) is tjm_erff everywhere (tests/test_llvm_math.c holds
- * both to libm and to each other; docs/codegen.md has the ulp table). */
+ * versions; the op table still takes f64 exp/log/tanh, erf and pow from libm,
+ * so today these are the LLVM backend's reference (tests/test_llvm_math.c
+ * holds both to libm and to each other; docs/codegen.md has the ulp table). */
 
 static inline double tjm_f64_from_bits(uint64_t u) {
     union { uint64_t u; double f; } v = {u};
@@ -243,12 +242,9 @@ static inline float tjm_powf(float a, float b) {
 static inline double tjm_exp_d(double x) { return exp(x); }
 static inline double tjm_log_d(double x) { return log(x); }
 static inline double tjm_tanh_d(double x) { return tanh(x); }
-static inline double tjm_erf_d(double x) { return erf(x); }
 #define tjm_exp(x) _Generic((x), float: tjm_expf, default: tjm_exp_d)(x)
 #define tjm_log(x) _Generic((x), float: tjm_logf, default: tjm_log_d)(x)
 #define tjm_tanh(x) _Generic((x), float: tjm_tanhf, default: tjm_tanh_d)(x)
-/* f32 erf vectorises (gelu's exact form rests on it); f64 is libm's */
-#define tjm_erf(x) _Generic((x), float: tjm_erff, default: tjm_erf_d)(x)
 
 #define TJM_GENERIC(name, x) \
     _Generic((x), float: name##_f, double: name##_d, int64_t: name##_i, bool: name##_b)
@@ -338,7 +334,7 @@ static inline double tjm_lerp_d(double a, double b, double w) {
 }
 #define tjm_lerp(a, b, w) _Generic((a), float: tjm_lerp_f, default: tjm_lerp_d)(a, b, w)
 
-static inline float tjm_gelu_erf_f(float x) { return 0.5f * x * (1.0f + tjm_erff(x * 0.70710678118654752f)); }
+static inline float tjm_gelu_erf_f(float x) { return 0.5f * x * (1.0f + erf(x * 0.70710678118654752f)); }
 static inline double tjm_gelu_erf_d(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }
 #define tjm_gelu_erf(x) _Generic((x), float: tjm_gelu_erf_f, default: tjm_gelu_erf_d)(x)
 static inline float tjm_gelu_tanh_f(float x) {

@@ -106,8 +106,6 @@ TJM_FN float cos(float x) { return ::cosf(x); }
 TJM_FN double cos(double x) { return ::cos(x); }
 TJM_FN float erf(float x) { return ::erff(x); }
 TJM_FN double erf(double x) { return ::erf(x); }
-TJM_FN float tjm_erf(float x) { return ::erff(x); }
-TJM_FN double tjm_erf(double x) { return ::erf(x); }
 TJM_FN float exp(float x) { return ::expf(x); }
 TJM_FN double exp(double x) { return ::exp(x); }
 TJM_FN float log(float x) { return ::logf(x); }
