@@ -38,7 +38,9 @@
 #include "backends/cuda/nvrtc.h"
 #include "examples/models/models.h"
 #include "tests/support/cuda_cases.h"
+#include "tests/support/cuda_ptx.h"
 #include "tests/support/fuser_cases.h"
+#include "tests/support/runtime_testing.h"
 #include "tjit/runtime.h"
 
 extern char **environ;
@@ -55,22 +57,6 @@ static int count_groups(const tj_graph *g) {
     for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)g)); x; x = tj_node_next(x))
         n += tj_node_kind_of(x) == TJ_NODE_FUSION_GROUP;
     return n;
-}
-
-/* A copy of a device tensor with the same values and another layout
- * (every other element of a buffer twice as long in its last dim). */
-static tj_tensor *strided_on_device(tj_tensor *t) {
-    int nd = tj_ndim(t);
-    int64_t sizes[TJ_MAX_DIMS + 1];
-    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
-    sizes[nd] = 2;
-    tj_tensor *base = tj_empty_on(sizes, nd + 1, tj_tensor_dtype(t), CUDA0);
-    tj_tensor *view = tj_select(base, nd, 1);
-    tj_release(base);
-    tj_tensor *same = tj_copy_(view, t);
-    assert_non_null(same);
-    tj_release(same);
-    return view;
 }
 
 /* ---- comparing ------------------------------------------------------------------ */
@@ -183,7 +169,7 @@ static void prepare_case(dcase *c, int seed, tj_generator *gen) {
         for (int i = 0; i < c->fc.n_in; i++) {
             tj_tensor *d = tj_to_device(c->fc.in[i], CUDA0);
             assert_non_null(d);
-            c->dev_in[layout][i] = layout ? strided_on_device(d) : d;
+            c->dev_in[layout][i] = layout ? tt_cuda_strided_copy(d) : d;
             if (layout) tj_release(d);
         }
         /* traced on the layout: the program is planned (its kernels written) for it now */
@@ -419,31 +405,8 @@ static bool collect(void *ctx, const char *key, const char *source) {
 /* NVRTC to PTX for sm_80 and sm_90, then ptxas on each (any output fails) */
 static void assemble(module_text *m) {
     static const char *const archs[] = {"sm_80", "sm_90"};
-    for (size_t a = 0; a < 2; a++) {
-        char *ptx = NULL;
-        size_t size = 0;
-        if (tjcu_nvrtc_compile(m->key, m->source, archs[a], false, &ptx, &size) != TJ_OK) {
-            snprintf(m->failure, sizeof m->failure, "NVRTC %s on %s: %s", archs[a], m->key, tj_last_error());
-            return;
-        }
-        char path[] = "/tmp/tjit_fuse_ptxXXXXXX";
-        int fd = mkstemp(path);
-        bool written = fd >= 0 && write(fd, ptx, size) == (ssize_t)size;
-        if (fd >= 0) close(fd);
-        free(ptx);
-        char cmd[600], out[600] = "";
-        snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, archs[a], path);
-        FILE *p = written ? popen(cmd, "r") : NULL;
-        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[got] = '\0';
-        int status = p ? pclose(p) : -1;
-        unlink(path);
-        if (status != 0 || got) {
-            snprintf(m->failure, sizeof m->failure, "ptxas -arch=%s on %s (status %d): %s", archs[a], m->key,
-                     status, out);
-            return;
-        }
-    }
+    for (size_t a = 0; a < 2; a++)
+        if (!tt_cuda_nvrtc_ptxas(m->key, m->source, archs[a], m->failure, sizeof m->failure)) return;
 }
 
 static void *assemble_worker(void *arg) {
@@ -485,8 +448,8 @@ static tj_status chain(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **ou
 
 /* What a run printed on stderr. */
 static char *captured_stderr(tj_program *p, tj_tensor *const *in, tj_tensor **out) {
-    char path[] = "/tmp/tjit_fuse_stderrXXXXXX";
-    int fd = mkstemp(path);
+    char *dir = tt_mkdtemp(), *path = tt_path(dir, "stderr.txt");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
     assert_true(fd >= 0);
     fflush(stderr);
     int saved = dup(2);
@@ -502,7 +465,8 @@ static char *captured_stderr(tj_program *p, tj_tensor *const *in, tj_tensor **ou
     char *text = calloc(1, (size_t)n + 1);
     assert_int_equal(pread(fd, text, (size_t)n, 0), (ssize_t)n);
     close(fd);
-    unlink(path);
+    free(path);
+    tt_rmtree(dir);
     return text;
 }
 
@@ -608,8 +572,7 @@ static void run_child(const char *self, const char *dir, long *built, long *cach
 
 static void second_process_compiles_nothing(void **state) {
     (void)state;
-    char dir[] = "/tmp/tjit_fuse_cacheXXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char *dir = tt_mkdtemp();
     char self[4096];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     assert_true(n > 0);
@@ -622,8 +585,9 @@ static void second_process_compiles_nothing(void **state) {
     if (saved) setenv("TJIT_CACHE_DIR", saved, 1);
     else unsetenv("TJIT_CACHE_DIR");
     free(saved);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir); /* the cache nests deeper than tt_rmtree goes */
+    free(dir);
     assert_int_equal(system(cmd), 0);
     printf("disk cache: the first process built %ld modules, the second built %ld and read %ld\n", built1,
            built2, cached2);

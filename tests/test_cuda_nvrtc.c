@@ -7,18 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "tests/support/runtime_testing.h"
 #ifdef TJIT_HAVE_CUDA
 #include "backends/cuda/nvrtc.h"
 #include "backends/cuda/pointwise.h"
 #include "backends/cuda/sources.h"
+#include "tests/support/cuda_ptx.h"
 
 static const char *const archs[] = {"sm_80", "sm_90"};
 
 typedef struct walk {
-    char *dir;
     int sources, compiled;
     char failure[1200];
 } walk;
@@ -28,28 +27,7 @@ static bool compile_and_assemble(void *ctx, const char *name, const char *text) 
     walk *w = ctx;
     w->sources++;
     for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
-        char *ptx = NULL;
-        size_t size = 0;
-        if (tjcu_nvrtc_compile(name, text, archs[a], false, &ptx, &size) != TJ_OK) {
-            snprintf(w->failure, sizeof w->failure, "NVRTC: %s", tj_last_error());
-            return false;
-        }
-        char file[300], *path, cmd[1200];
-        snprintf(file, sizeof file, "%s.%s.ptx", name, archs[a]);
-        path = tt_path(w->dir, file);
-        tt_write_file(path, ptx, size);
-        free(ptx);
-        snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, archs[a], path);
-        FILE *p = popen(cmd, "r");
-        char out[600] = "";
-        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-        out[got] = '\0';
-        int status = p ? pclose(p) : -1;
-        free(path);
-        if (status != 0 || got) { /* a warning fails too */
-            snprintf(w->failure, sizeof w->failure, "ptxas -arch=%s on %s (status %d): %s", archs[a], name, status, out);
-            return false;
-        }
+        if (!tt_cuda_nvrtc_ptxas(name, text, archs[a], w->failure, sizeof w->failure)) return false;
         w->compiled++;
     }
     return true;
@@ -57,11 +35,10 @@ static bool compile_and_assemble(void *ctx, const char *name, const char *text) 
 
 static void test_every_source_compiles_and_assembles(void **state) {
     (void)state;
-    walk w = {.dir = tt_mkdtemp()};
+    walk w = {0};
     assert_int_equal(tjcu_add_source_provider(tjcu_pointwise_sources), TJ_OK);
     bool done = tjcu_for_each_source(compile_and_assemble, &w);
     tjcu_remove_source_provider(tjcu_pointwise_sources);
-    tt_rmtree(w.dir);
     if (!done) fail_msg("%s", w.failure);
     assert_true(w.sources >= 1);
     assert_int_equal(w.compiled, w.sources * 2);
@@ -108,9 +85,8 @@ static void test_providers_join_the_walk(void **state) {
     char *g = strstr(names, "generated_scale.cu");
     assert_non_null(g);
     assert_null(strstr(g + 1, "generated_scale.cu"));
-    walk w = {.dir = tt_mkdtemp()};
+    walk w = {0};
     bool done = tjcu_for_each_source(compile_and_assemble, &w);
-    tt_rmtree(w.dir);
     tjcu_remove_source_provider(generated);
     if (!done) fail_msg("%s", w.failure);
     int calls = 0;

@@ -20,13 +20,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backends/cuda/driver.h"
 #include "backends/cuda/fusion.h"
-#include "backends/cuda/nvrtc.h"
 #include "fuser/fuser.h"
 #include "tests/support/cuda_cases.h"
+#include "tests/support/cuda_ptx.h"
 #include "tests/support/row_cases.h"
 #include "tests/support/testing.h"
 #include "tjit/runtime.h"
@@ -101,20 +100,6 @@ static const rcase cases[] = {
      "%y", 1, "HWW", 1},
 };
 
-static tj_tensor *strided_copy(tj_tensor *t) {
-    int nd = tj_ndim(t);
-    int64_t sizes[TJ_MAX_DIMS + 1];
-    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
-    sizes[nd] = 2;
-    tj_tensor *base = tj_empty_on(sizes, nd + 1, tj_tensor_dtype(t), CUDA0);
-    tj_tensor *view = tj_select(base, nd, 1);
-    tj_release(base);
-    tj_tensor *same = tj_copy_(view, t);
-    assert_non_null(same);
-    tj_release(same);
-    return view;
-}
-
 /* The template with $N (the row length) spelled out; the rest by expand. */
 static char *with_len(const char *tmpl, int64_t N) {
     size_t cap = strlen(tmpl) + 64, len = 0;
@@ -171,7 +156,7 @@ static void run_case(const rcase *c, tj_dtype dtype, int64_t B, int64_t N, tj_ge
         if (vec) sizes[0] = N;
         cpu_in[i] = tt_random(gen, sizes, vec ? 1 : 2, dtype, -3, 3);
         tj_tensor *d = tj_to_device(cpu_in[i], CUDA0);
-        dev_in[i] = i == c->strided ? strided_copy(d) : d;
+        dev_in[i] = i == c->strided ? tt_cuda_strided_copy(d) : d;
         if (i == c->strided) tj_release(d);
     }
 
@@ -289,23 +274,8 @@ static void constant_row_layer_norm(void **state) {
  * kernels were compiled for the device and ran there). */
 static bool nvrtc_accepts(void *ctx, const char *key, const char *source) {
     int *n = ctx;
-    char *ptx = NULL;
-    size_t size = 0;
-    if (tjcu_nvrtc_compile(key, source, "sm_90", false, &ptx, &size) != TJ_OK)
-        fail_msg("NVRTC on %s: %s", key, tj_last_error());
-    char path[] = "/tmp/tjit_rows_ptxXXXXXX";
-    int fd = mkstemp(path);
-    bool written = fd >= 0 && write(fd, ptx, size) == (ssize_t)size;
-    if (fd >= 0) close(fd);
-    free(ptx);
-    char cmd[600], out[600] = "";
-    snprintf(cmd, sizeof cmd, "'%s' -arch=sm_90 '%s' -o /dev/null 2>&1", TJCU_PTXAS, path);
-    FILE *p = written ? popen(cmd, "r") : NULL;
-    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[got] = '\0';
-    int status = p ? pclose(p) : -1;
-    unlink(path);
-    if (status != 0 || got) fail_msg("ptxas on %s (status %d): %s", key, status, out);
+    char why[1200];
+    if (!tt_cuda_nvrtc_ptxas(key, source, "sm_90", why, sizeof why)) fail_msg("%s", why);
     (*n)++;
     return true;
 }

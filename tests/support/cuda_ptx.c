@@ -1,0 +1,55 @@
+/* cuda_ptx.c — NVRTC and ptxas on a source, and strided device copies
+ * (cuda_ptx.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cuda/nvrtc.h"
+#include "tests/support/cuda_ptx.h"
+#include "tests/support/runtime_testing.h"
+#include "tests/support/testing.h"
+
+bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *arch, char *why, size_t cap) {
+#ifdef TJCU_PTXAS
+    char *ptx = NULL;
+    size_t size = 0;
+    if (tjcu_nvrtc_compile(key, source, arch, false, &ptx, &size) != TJ_OK) {
+        snprintf(why, cap, "NVRTC %s on %s: %s", arch, key, tj_last_error());
+        return false;
+    }
+    char *dir = tt_mkdtemp(), *path = tt_path(dir, "kernel.ptx");
+    tt_write_file(path, ptx, size);
+    free(ptx);
+    char cmd[1200], out[600] = "";
+    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, arch, path);
+    FILE *p = popen(cmd, "r");
+    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[got] = '\0';
+    int status = p ? pclose(p) : -1;
+    free(path);
+    tt_rmtree(dir);
+    if (status == 0 && !got) return true;
+    snprintf(why, cap, "ptxas -arch=%s on %s (status %d): %s", arch, key, status, out);
+    return false;
+#else
+    (void)key, (void)source, (void)arch;
+    snprintf(why, cap, "this build has no ptxas (TJCU_PTXAS)");
+    return false;
+#endif
+}
+
+tj_tensor *tt_cuda_strided_copy(tj_tensor *t) {
+    int nd = tj_ndim(t);
+    int64_t sizes[TJ_MAX_DIMS + 1];
+    memcpy(sizes, tj_sizes(t), sizeof(int64_t) * (size_t)nd);
+    sizes[nd] = 2;
+    tj_tensor *base = tj_empty_on(sizes, nd + 1, tj_tensor_dtype(t), tj_tensor_device(t));
+    assert_non_null(base);
+    tj_tensor *view = tj_select(base, nd, 1);
+    tj_release(base);
+    tj_tensor *same = tj_copy_(view, t);
+    assert_non_null(same);
+    tj_release(same);
+    return view;
+}

@@ -1,0 +1,23 @@
+/* cuda_ptx.h — the CUDA tests' check that a source is what a GPU would
+ * compile: NVRTC makes PTX of it for an architecture and the toolkit's
+ * ptxas accepts that PTX without a word (a warning fails too); and a
+ * strided copy of a device tensor, for kernels' strided paths. Prefix tt_. */
+#ifndef TJIT_CUDA_PTX_H
+#define TJIT_CUDA_PTX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tjit/tjit.h"
+
+/* Whether NVRTC compiles source (named key in messages) to PTX for arch
+ * ("sm_90") and ptxas assembles it silently; why (of cap bytes) says what
+ * failed when not. Needs the build's ptxas (TJCU_PTXAS): without it, false
+ * with that reason. */
+bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *arch, char *why, size_t cap);
+
+/* A copy of t on t's device with t's values, laid out as every other element
+ * of a buffer twice as long in its last dim (a new reference). */
+tj_tensor *tt_cuda_strided_copy(tj_tensor *t);
+
+#endif
