@@ -13,6 +13,7 @@ typedef struct gnode {
     const tj_op_info *op; /* NULL for prim::ConstantChunk */
     const tj_attr *attrs; /* the node's, in schema order */
     int64_t chunks, dim;
+    bool row; /* the row op (fuser.h): its result has its input's sizes */
     int n_in, n_out;
     int *in, *out; /* slots */
 } gnode;
@@ -131,6 +132,7 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
         } else {
             gn->op = tj_node_op(n);
             gn->attrs = tj_node_attrs(n);
+            gn->row = row;
         }
         gn->n_in = tj_node_num_inputs(n);
         gn->n_out = tj_node_num_outputs(n);
@@ -200,8 +202,7 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
             continue;
         }
         shape s = {0};
-        if (n->op->id == TJ_OP_softmax || n->op->id == TJ_OP_log_softmax ||
-            n->op->id == TJ_OP_layer_norm) { /* the row op: its input's sizes */
+        if (n->row) {
             sh[n->out[0]] = sh[n->in[0]];
             continue;
         }
