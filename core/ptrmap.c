@@ -16,67 +16,51 @@ static size_t slot_of(const void *key, size_t cap) {
 void tjc_ptrmap_init(tjc_ptrmap *m) { *m = (tjc_ptrmap){0}; }
 
 void tjc_ptrmap_free(tjc_ptrmap *m) {
-    tjc_free(m->keys);
-    tjc_free(m->vals);
+    tjc_free(m->slots);
     *m = (tjc_ptrmap){0};
+}
+
+/* The slot holding key, or the free slot where it would go. */
+static tjc_ptrmap_entry *probe(tjc_ptrmap_entry *slots, size_t cap, const void *key) {
+    size_t s = slot_of(key, cap);
+    while (slots[s].key && slots[s].key != key) s = (s + 1) & (cap - 1);
+    return &slots[s];
 }
 
 static bool grow(tjc_ptrmap *m) {
     size_t cap = m->cap ? m->cap * 2 : 64;
-    const void **keys = tjc_calloc(cap, sizeof *keys);
-    void **vals = tjc_calloc(cap, sizeof *vals);
-    if (!keys || !vals) {
-        tjc_free(keys);
-        tjc_free(vals);
-        return false;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i]) continue;
-        size_t s = slot_of(m->keys[i], cap);
-        while (keys[s]) s = (s + 1) & (cap - 1);
-        keys[s] = m->keys[i];
-        vals[s] = m->vals[i];
-    }
-    tjc_free(m->keys);
-    tjc_free(m->vals);
-    m->keys = keys;
-    m->vals = vals;
+    tjc_ptrmap_entry *slots = tjc_calloc(cap, sizeof *slots);
+    if (!slots) return false;
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key) *probe(slots, cap, m->slots[i].key) = m->slots[i];
+    tjc_free(m->slots);
+    m->slots = slots;
     m->cap = cap;
     return true;
 }
 
-static size_t find(const tjc_ptrmap *m, const void *key);
-
 bool tjc_ptrmap_put(tjc_ptrmap *m, const void *key, void *val) {
-    size_t at = find(m, key);
-    if (at != SIZE_MAX) { /* a key already there: replacing its value cannot fail */
-        m->vals[at] = val;
+    tjc_ptrmap_entry *e = m->cap ? probe(m->slots, m->cap, key) : NULL;
+    if (e && e->key) { /* a key already there: replacing its value cannot fail */
+        e->val = val;
         return true;
     }
-    if ((m->n + 1) * 2 > m->cap && !grow(m)) return false;
-    size_t s = slot_of(key, m->cap);
-    while (m->keys[s] && m->keys[s] != key) s = (s + 1) & (m->cap - 1);
-    if (!m->keys[s]) {
-        m->keys[s] = key;
-        m->n++;
+    if ((m->n + 1) * 2 > m->cap) {
+        if (!grow(m)) return false;
+        e = probe(m->slots, m->cap, key);
     }
-    m->vals[s] = val;
+    e->key = key;
+    e->val = val;
+    m->n++;
     return true;
 }
 
-static size_t find(const tjc_ptrmap *m, const void *key) {
-    if (!m->cap) return SIZE_MAX;
-    size_t s = slot_of(key, m->cap);
-    while (m->keys[s]) {
-        if (m->keys[s] == key) return s;
-        s = (s + 1) & (m->cap - 1);
-    }
-    return SIZE_MAX;
-}
-
 void *tjc_ptrmap_get(const tjc_ptrmap *m, const void *key) {
-    size_t s = find(m, key);
-    return s == SIZE_MAX ? NULL : m->vals[s];
+    if (!m->cap) return NULL;
+    const tjc_ptrmap_entry *e = probe(m->slots, m->cap, key);
+    return e->key ? e->val : NULL;
 }
 
-bool tjc_ptrmap_has(const tjc_ptrmap *m, const void *key) { return find(m, key) != SIZE_MAX; }
+bool tjc_ptrmap_has(const tjc_ptrmap *m, const void *key) {
+    return m->cap && probe(m->slots, m->cap, key)->key != NULL;
+}

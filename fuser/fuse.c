@@ -17,9 +17,11 @@
  * merge needs) return their reason (fuse_rules.h), so that the fusion report
  * (report.c) explains with the very checks that decide here.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ptrmap.h"
 #include "fuse_rules.h"
 #include "tjit/passes.h"
 
@@ -236,19 +238,52 @@ static int member_size(const tj_node *n) {
     return is_group(n) ? tj_block_num_nodes(tj_graph_block(tj_node_subgraph(n))) : 1;
 }
 
+/* What a group holds, known without walking its members: the pass asks for
+ * every candidate pair, and groups grow to TJF_MAX_GROUP_NODES nodes. Group
+ * nodes live until their graph is freed, so a destroyed group's key is never
+ * reused; a merge makes a new group, and an absorb updates its group's entry.
+ * NULL (the public checks): walk. */
+typedef struct group_memo {
+    tjc_ptrmap flags; /* group node -> HOLDS_KNOWN | HOLDS_ROW | HOLDS_CHUNK */
+} group_memo;
+
+enum { HOLDS_KNOWN = 1, HOLDS_ROW = 2, HOLDS_CHUNK = 4 };
+
+static int group_holds(const tj_node *grp, group_memo *memo) {
+    int known = memo ? (int)(intptr_t)tjc_ptrmap_get(&memo->flags, grp) : 0;
+    if (known) return known;
+    int flags = HOLDS_KNOWN;
+    for (const tj_node *n = tj_block_first(tj_graph_block(tj_node_subgraph(grp))); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) flags |= HOLDS_CHUNK;
+        else if (tjf_row_op(n) != TJF_ROW_NONE) flags |= HOLDS_ROW;
+    }
+    if (memo) (void)tjc_ptrmap_put(&memo->flags, grp, (void *)(intptr_t)flags); /* else: walk again */
+    return flags;
+}
+
+/* After p joined group c in place (absorb). */
+static void note_absorbed(group_memo *memo, const tj_node *c, bool row) {
+    int known = (int)(intptr_t)tjc_ptrmap_get(&memo->flags, c);
+    if (known && row) (void)tjc_ptrmap_put(&memo->flags, c, (void *)(intptr_t)(known | HOLDS_ROW));
+}
+
 /* Whether group c chunks a value that p makes: the runner chunks only group
  * inputs, so p must stay outside (else the chunk would read a value made
  * inside the merged group). */
-static bool chunks_output_of(const tj_node *c, const tj_node *p) {
-    if (!is_group(c)) return false;
+static bool chunks_output_of(const tj_node *c, const tj_node *p, group_memo *memo) {
+    if (!is_group(c) || !(group_holds(c, memo) & HOLDS_CHUNK)) return false;
     const tj_block *b = tj_graph_block(tj_node_subgraph(c));
-    for (const tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
-        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK) continue;
-        for (int j = 0; j < tj_node_num_inputs(c); j++)
-            if (tj_block_input(b, j) == tj_node_input(n, 0) && tj_value_node(tj_node_input(c, j)) == p)
-                return true;
+    for (int j = 0; j < tj_node_num_inputs(c); j++) { /* p's results only, not every member */
+        if (tj_value_node(tj_node_input(c, j)) != p) continue;
+        const tj_value *in = tj_block_input(b, j);
+        for (int u = 0; u < tj_value_num_uses(in); u++)
+            if (tj_node_kind_of(tj_value_use(in, u).user) == TJ_NODE_CONSTANT_CHUNK) return true;
     }
     return false;
+}
+
+static bool has_row(const tj_node *m, group_memo *memo) {
+    return is_group(m) ? (group_holds(m, memo) & HOLDS_ROW) != 0 : tjf_row_op(m) != TJF_ROW_NONE;
 }
 
 /* The row op of a member (a node or a group), or NULL. */
@@ -259,8 +294,10 @@ static const tj_node *row_of(const tj_node *m) {
 
 /* A group holds one row op, and its members have the row op's sizes, so
  * that the row op sees whole rows of the iteration space. */
-static tjf_verdict check_rows(const tj_node *a, const tj_node *b) {
-    const tj_node *ra = row_of(a), *rb = row_of(b);
+static tjf_verdict check_rows(const tj_node *a, const tj_node *b, group_memo *memo) {
+    bool in_a = has_row(a, memo), in_b = has_row(b, memo);
+    if (!in_a && !in_b) return verdict(TJF_FUSIBLE);
+    const tj_node *ra = in_a ? row_of(a) : NULL, *rb = in_b ? row_of(b) : NULL;
     if (ra && rb) return verdict(TJF_TWO_ROW_OPS);
     const tj_node *r = ra ? ra : rb;
     if (!r) return verdict(TJF_FUSIBLE);
@@ -274,16 +311,16 @@ static tjf_verdict check_rows(const tj_node *a, const tj_node *b) {
 }
 
 /* Whether p can join consumer c (see the file comment). */
-tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) {
+static tjf_verdict check_merge(const tj_node *p, const tj_node *c, group_memo *memo) {
     bool chunk = tjf_is_even_chunk(p);
     if (!chunk && !is_group(p)) {
         tjf_verdict v = tjf_check_node(p);
         if (v.reason != TJF_FUSIBLE) return v;
     }
-    if (chunks_output_of(c, p)) return verdict(TJF_CHUNKS_PRODUCER);
+    if (chunks_output_of(c, p, memo)) return verdict(TJF_CHUNKS_PRODUCER);
     if (!tj_node_is_before(p, c)) return verdict(TJF_NOT_BEFORE);
     if (!chunk) {
-        tjf_verdict rows = check_rows(p, c);
+        tjf_verdict rows = check_rows(p, c, memo);
         if (rows.reason != TJF_FUSIBLE) return rows;
     }
     if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES)
@@ -303,8 +340,10 @@ tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) {
     return verdict(TJF_FUSIBLE);
 }
 
-static bool can_merge(const tj_node *p, const tj_node *c) {
-    return tjf_check_merge(p, c).reason == TJF_FUSIBLE;
+tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c) { return check_merge(p, c, NULL); }
+
+static bool can_merge(const tj_node *p, const tj_node *c, group_memo *memo) {
+    return check_merge(p, c, memo).reason == TJF_FUSIBLE;
 }
 
 /* ---- operand counts --------------------------------------------------------------- */
@@ -548,14 +587,14 @@ static bool same_device(const tj_type *a, const tj_type *b) {
 /* Whether group a may merge with group b, a later group with no path from a
  * (they feed one consumer): at b's place, so every user of a's results must
  * come after b, and the two must share their iteration sizes and device. */
-tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) {
+static tjf_verdict check_siblings(const tj_node *a, const tj_node *b, group_memo *memo) {
     if (!is_group(a) || !is_group(b) || a == b) return verdict(TJF_NOT_AN_OP);
     if (!tj_node_is_before(a, b)) return verdict(TJF_NOT_BEFORE);
     if (!same_sizes(group_type(a), group_type(b)) || !same_device(group_type(a), group_type(b)))
         return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = tj_node_output(a, 0)};
     if (member_size(a) + member_size(b) > TJF_MAX_GROUP_NODES)
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(a) + member_size(b)};
-    tjf_verdict rows = check_rows(a, b);
+    tjf_verdict rows = check_rows(a, b, memo);
     if (rows.reason != TJF_FUSIBLE) return rows;
     for (int o = 0; o < tj_node_num_outputs(a); o++) {
         const tj_value *v = tj_node_output(a, o);
@@ -569,17 +608,19 @@ tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) {
     return (tjf_verdict){.reason = count > MAX_OPERANDS ? TJF_OPERAND_CAP : TJF_FUSIBLE, .count = count};
 }
 
+tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) { return check_siblings(a, b, NULL); }
+
 /* Groups that feed one consumer become one group (the LSTM cell's backward:
  * the gates' gradients made by two groups for one aten::cat): one kernel
  * reads their shared inputs once. */
-static tj_status merge_siblings(tj_graph *g, bool *changed) {
+static tj_status merge_siblings(tj_graph *g, group_memo *memo, bool *changed) {
     tj_status st = TJ_OK;
     for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
         for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
             tj_node *a = tj_value_node(tj_node_input(n, i));
             for (int j = 0; j < tj_node_num_inputs(n) && st == TJ_OK; j++) {
                 tj_node *b = tj_value_node(tj_node_input(n, j));
-                if (tjf_check_siblings(a, b).reason != TJF_FUSIBLE) continue;
+                if (check_siblings(a, b, memo).reason != TJF_FUSIBLE) continue;
                 tj_node *grp = merge(g, a, b, &st);
                 if (grp) {
                     *changed = true;
@@ -652,10 +693,12 @@ static tj_status fuse_concats(tj_graph *g) {
 tj_status tj_pass_fuse(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "tj_pass_fuse: graph is NULL");
     tj_status st = hoist_chunks(g);
+    group_memo memo;
+    tjc_ptrmap_init(&memo.flags);
     bool changed = true;
     while (changed && st == TJ_OK) {
         changed = false;
-        if ((st = merge_siblings(g, &changed))) break;
+        if ((st = merge_siblings(g, &memo, &changed))) break;
         for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
             if (!fusible_node(n) && !is_group(n)) continue;
             bool used = false; /* a dead consumer is DCE's to remove, not worth a group */
@@ -664,9 +707,11 @@ tj_status tj_pass_fuse(tj_graph *g) {
             for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
                 tj_node *p = tj_value_node(tj_node_input(n, i));
                 tj_node_kind k = tj_node_kind_of(p);
-                if (k == TJ_NODE_PARAM || !can_merge(p, n)) continue;
+                if (k == TJ_NODE_PARAM || !can_merge(p, n, &memo)) continue;
                 if (is_group(n) && fusible_node(p)) {
+                    bool row = tjf_row_op(p) != TJF_ROW_NONE;
                     if (absorb(p, n, &st)) {
+                        note_absorbed(&memo, n, row);
                         i = -1;
                         changed = true;
                     }
@@ -680,6 +725,7 @@ tj_status tj_pass_fuse(tj_graph *g) {
             }
         }
     }
+    tjc_ptrmap_free(&memo.flags);
     if (st == TJ_OK) st = fuse_concats(g);
     return st;
 }

@@ -87,8 +87,9 @@ void tji_code_free(tji_code *code);
  * instruction that makes it final. */
 tj_status tji_execute(const tji_code *code, tj_tensor *const *in, tj_tensor **frame,
                       tj_tensor **outputs, const tji_ready *ready);
-/* Sorts outputs 0..n by final[] (ascending, stable) into order. */
-void tji_ready_sort(const int *final, int n, int *order);
+/* Sorts outputs 0..n by final[] (ascending, stable) into order; final[i]
+ * is -1 or an instruction (or plan step) index below n_instrs. */
+tj_status tji_ready_sort(const int *final, int n, int n_instrs, int *order);
 /* One line per instruction. */
 char *tji_code_to_string(const tji_code *code);
 

@@ -1,6 +1,7 @@
 /* lower.c — lowering a graph to register code (see code.h): one instruction
  * per node, a register per live value, each value released after its last
  * use and its register reused. */
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,15 +108,19 @@ static tj_status lower_node(lowering *L, tj_node *n, int index, const tjf_backen
 
 /* ---- when each output is final ------------------------------------------------ */
 
-void tji_ready_sort(const int *final, int n, int *order) {
-    for (int i = 0; i < n; i++) { /* insertion sort: stable, and n is small */
-        int j = i;
-        while (j > 0 && final[order[j - 1]] > final[i]) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
+tj_status tji_ready_sort(const int *final, int n, int n_instrs, int *order) {
+    /* a counting sort (stable, linear): final[i] is -1 or an instruction index,
+     * and a backward graph's forward half has an output per saved value */
+    int *start = int_array(n_instrs + 2);
+    if (!start) return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+    for (int i = 0; i < n; i++) {
+        assert(final[i] >= -1 && final[i] < n_instrs);
+        start[final[i] + 2]++;
     }
+    for (int k = 1; k < n_instrs + 2; k++) start[k] += start[k - 1];
+    for (int i = 0; i < n; i++) order[start[final[i] + 1]++] = i;
+    tjc_free(start);
+    return TJ_OK;
 }
 
 static int find_class(int *parent, int v) {
@@ -181,7 +186,7 @@ static tj_status find_output_final(tji_code *code) {
             code->output_final[i] = w > made_by[v] ? w : made_by[v];
         }
     }
-    if (!st) tji_ready_sort(code->output_final, code->n_outputs, code->ready_order);
+    if (!st) st = tji_ready_sort(code->output_final, code->n_outputs, code->n_instrs, code->ready_order);
     tjc_free(parent);
     tjc_free(last_write);
     tjc_free(reg_value);

@@ -309,7 +309,7 @@ static tj_status find_output_final(tji_plan *P) {
                              : sl->root == TJI_ROOT_CONST || sl->root == TJI_ROOT_NONE ? -1
                                                             : buffer_write[sl->index];
     }
-    if (!st) tji_ready_sort(P->output_final, code->n_outputs, P->ready_order);
+    if (!st) st = tji_ready_sort(P->output_final, code->n_outputs, P->n_steps, P->ready_order);
     tjc_free(input_write);
     tjc_free(buffer_write);
     return st;

@@ -11,7 +11,9 @@
  *   8. prim nodes agree with their kind (Constant, None, ConstantChunk,
  *      ListConstruct, ListUnpack)
  *   9. a fusion group holds a subgraph it owns, with as many inputs and
- *      outputs as the node and matching kinds, and the subgraph verifies
+ *      outputs as the node and matching kinds, and the subgraph verifies;
+ *      its members have no effect (none writes memory or draws random
+ *      numbers), so a group is pure and passes need not look inside it
  *  10. dim attributes (dim, dims, dim0, dim1, start_dim, end_dim of ops,
  *      prim::ConstantChunk's dim) are in range for the rank of the value they
  *      index, where that rank is known
@@ -281,6 +283,16 @@ static tj_status check_constant(verifier *v, const tj_node *n) {
 
 static tj_status verify_graph(const tj_graph *g, const char *where);
 
+/* Why op has an effect, or NULL. */
+static const char *effect_of(const tj_op_info *op) {
+    const tj_schema *s = tj_op_schema(op);
+    if (s->mutates_self || s->mutates_inputs) return "writes its input in place";
+    if (tj_op_kind_of(op) == TJ_KIND_RANDOM) return "draws random numbers";
+    for (int i = 0; i < s->n_args; i++)
+        if (s->args[i].type == TJ_ARG_GENERATOR) return "draws random numbers";
+    return NULL;
+}
+
 static tj_status check_fusion(verifier *v, const tj_node *n) {
     const tj_graph *sub = n->subgraph;
     if (!sub) return fail(v, n, "a fusion group without a subgraph");
@@ -303,6 +315,12 @@ static tj_status check_fusion(verifier *v, const tj_node *n) {
             return fail(v, n, "output %d is a %s, the subgraph's a %s", i,
                         type_kind_name(n->outputs[i]->type.kind),
                         type_kind_name(tj_graph_output(sub, i)->type.kind));
+    for (const tj_node *m = sub->block.first; m; m = m->next) {
+        const char *effect = m->kind == TJ_NODE_OP && m->op ? effect_of(m->op) : NULL;
+        if (effect)
+            return fail(v, n, "its member %s %s; a fusion group holds only ops without effects",
+                        tj_op_name(m->op), effect);
+    }
     char where[400];
     snprintf(where, sizeof where, "%sin the subgraph of node #%d: ", v->where, n->id);
     return verify_graph(sub, where);

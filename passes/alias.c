@@ -96,12 +96,6 @@ tj_status tjp_alias_build(tjp_alias *a, tj_graph *g) {
                 for (int j = 0; j < ni && j < tj_node_num_inputs(n); j++)
                     join_values(a, tj_node_output(n, i), tj_node_input(n, j));
         }
-        if (tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP) {
-            if (tjp_mutates(n))
-                for (int j = 0; j < tj_node_num_inputs(n); j++)
-                    flag(a, tj_node_input(n, j), TJP_ALIAS_MUTATED);
-            continue;
-        }
         for (int j = 0; j < tj_node_num_inputs(n); j++)
             if (tjp_writes_input(n, j)) flag(a, tj_node_input(n, j), TJP_ALIAS_MUTATED);
     }

@@ -128,12 +128,11 @@ static void effect_order(canon *c) {
             must_follow(c, p, last_effect);
             last_effect = p;
         }
-        bool group_writes = tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP && tjp_mutates(n);
         for (int i = 0; i < tj_node_num_inputs(n); i++) {
             int k = tjp_alias_class(&c->al, tj_node_input(n, i));
             if (k < 0) continue;
             must_follow(c, p, last_write[k]);
-            if (group_writes || tjp_writes_input(n, i)) {
+            if (tjp_writes_input(n, i)) { /* a fusion group writes nothing */
                 for (int r = 0; r < readers[k].n; r++) must_follow(c, p, readers[k].v[r]);
                 readers[k].n = 0;
                 last_write[k] = p;

@@ -2,10 +2,12 @@
  * effects and commutativity read from the op table, layout facts, structural
  * hashing and equality of attributes and tensor constants, and removal of
  * dead nodes. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/ptrmap.h"
 #include "passes/passes_internal.h"
 
 /* ---- effects ------------------------------------------------------------------------ */
@@ -27,24 +29,15 @@ bool tjp_writes_input(const tj_node *n, int i) {
     return v && tj_value_type(v)->kind != TJ_TYPE_NONE;
 }
 
-/* Whether some node of n's subgraph satisfies pred. */
-static bool subgraph_any(const tj_node *n, bool (*pred)(const tj_node *)) {
-    tj_graph *sub = tj_node_subgraph(n);
-    if (!sub) return false;
-    for (tj_node *m = tj_block_first(tj_graph_block(sub)); m; m = tj_node_next(m))
-        if (pred(m)) return true;
-    return false;
-}
-
+/* A fusion group is pure: its members have no effect (the verifier's
+ * invariant 9, docs/ir.md), so neither question looks inside one. */
 bool tjp_mutates(const tj_node *n) {
-    if (tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP) return subgraph_any(n, tjp_mutates);
     for (int i = 0; i < tj_node_num_inputs(n); i++)
         if (tjp_writes_input(n, i)) return true;
     return false;
 }
 
 bool tjp_is_random(const tj_node *n) {
-    if (tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP) return subgraph_any(n, tjp_is_random);
     const tj_op_info *op = tj_node_op(n);
     if (!op) return false;
     if (tj_op_kind_of(op) == TJ_KIND_RANDOM) return true;
@@ -276,6 +269,45 @@ static char *subgraph_text(const tj_node *n) {
     return sub ? tj_graph_to_string(sub, TJ_PRINT_CANONICAL) : NULL;
 }
 
+static uint64_t hash_type(uint64_t h, const tj_type *t) {
+    h = tjp_hash_u64(h, (uint64_t)t->kind);
+    if (t->kind != TJ_TYPE_TENSOR) return h;
+    h = tjp_hash_u64(tjp_hash_u64(h, (uint64_t)t->dtype), (uint64_t)t->ndim);
+    for (int d = 0; d < t->ndim && d < TJ_MAX_DIMS; d++) h = tjp_hash_u64(h, (uint64_t)t->sizes[d]);
+    return h;
+}
+
+/* A subgraph's structure (ops, attributes, wiring by position, types), equal
+ * for subgraphs whose canonical text is equal, computed without printing
+ * it: canonicalize and CSE hash every fusion group. */
+static uint64_t hash_graph(uint64_t h, tj_graph *sub) {
+    tj_block *b = tj_graph_block(sub);
+    tjc_ptrmap of; /* value -> its hash, made odd so that none is NULL */
+    tjc_ptrmap_init(&of);
+    bool ok = true;
+    h = tjp_hash_u64(h, (uint64_t)tj_block_num_inputs(b));
+    for (int i = 0; i < tj_block_num_inputs(b) && ok; i++) {
+        const tj_value *v = tj_block_input(b, i);
+        ok = tjc_ptrmap_put(&of, v, (void *)(uintptr_t)(hash_type(tjp_hash_u64(7, (uint64_t)i), tj_value_type(v)) | 1));
+    }
+    for (tj_node *n = tj_block_first(b); n && ok; n = tj_node_next(n)) {
+        uint64_t nh = tjp_hash_u64(tjp_hash_str(0, tj_node_name(n)), (uint64_t)tj_node_num_inputs(n));
+        for (int i = 0; i < tj_node_num_inputs(n); i++)
+            nh = tjp_hash_u64(nh, (uint64_t)(uintptr_t)tjc_ptrmap_get(&of, tj_node_input(n, i)));
+        nh = tjp_hash_attrs(nh, n);
+        for (int i = 0; i < tj_node_num_outputs(n) && ok; i++) {
+            const tj_value *v = tj_node_output(n, i);
+            uint64_t vh = hash_type(tjp_hash_u64(nh, (uint64_t)i), tj_value_type(v));
+            ok = tjc_ptrmap_put(&of, v, (void *)(uintptr_t)(vh | 1));
+        }
+    }
+    /* out of memory: every subgraph hashes alike, which only costs CSE more comparisons */
+    for (int i = 0; i < tj_block_num_outputs(b) && ok; i++)
+        h = tjp_hash_u64(h, (uint64_t)(uintptr_t)tjc_ptrmap_get(&of, tj_block_output(b, i)));
+    tjc_ptrmap_free(&of);
+    return h;
+}
+
 uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n) {
     int na = tj_node_num_attrs(n);
     h = tjp_hash_u64(h, (uint64_t)na);
@@ -297,12 +329,9 @@ uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n) {
             break;
         case TJ_ATTR_DTYPE: h = tjp_hash_u64(h, (uint64_t)a->dtype); break;
         case TJ_ATTR_TENSOR: h = tjp_hash_tensor(h, tj_node_tensor(n)); break;
-        case TJ_ATTR_GRAPH: {
-            char *text = subgraph_text(n);
-            h = tjp_hash_str(h, text);
-            tjc_free(text);
+        case TJ_ATTR_GRAPH:
+            if (tj_node_subgraph(n)) h = hash_graph(h, tj_node_subgraph(n));
             break;
-        }
         default: break; /* None; a generator compares by identity, hashes alike */
         }
     }

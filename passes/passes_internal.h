@@ -92,7 +92,7 @@ uint64_t tjp_hash_tensor(uint64_t h, const tj_tensor *t);
 /* Bitwise equal values (NaN equals NaN, -0 differs from +0), same dtype and sizes. */
 bool tjp_tensor_equal(const tj_tensor *a, const tj_tensor *b);
 /* Attributes: kinds and values, tensors by tjp_tensor_equal, subgraphs by
- * their canonical text. */
+ * their canonical text (hashed by structure, which equal texts share). */
 uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n);
 bool tjp_attrs_equal(const tj_node *a, const tj_node *b);
 /* Whether constant node n holds a tensor every element of which equals v

@@ -481,6 +481,37 @@ static void test_subgraph_uses_outer_value(void **state) {
     tj_graph_free(g);
 }
 
+/* A group is pure (invariant 9): a member that writes in place or draws
+ * random numbers breaks it, whoever built the graph. */
+static void expect_impure_group(const char *member, const char *needle) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "graph(%%x : Float(4)):\n"
+             "  %%f = prim::FusionGroup_0(%%x)\n"
+             "  return (%%f)\n"
+             "with prim::FusionGroup_0 = graph(%%s : Float(4)):\n"
+             "  %s\n"
+             "  return (%%r)\n",
+             member);
+    tj_graph *g = tj_graph_parse(text, NULL);
+    if (!g) { /* the parser verifies what it read */
+        if (!strstr(tj_last_error(), needle)) print_message("got: %s\n", tj_last_error());
+        assert_non_null(strstr(tj_last_error(), needle));
+        return;
+    }
+    expect_broken(g, needle);
+    tj_graph_free(g);
+}
+
+static void test_fusion_member_effects(void **state) {
+    (void)state;
+    expect_impure_group("%r : Float(4) = aten::relu_(%s)",
+                        "its member aten::relu_ writes its input in place; a fusion group holds only "
+                        "ops without effects");
+    expect_impure_group("%r : Float(4) = aten::dropout[p=0.5, train=True, generator=None](%s)",
+                        "its member aten::dropout draws random numbers");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid),
@@ -527,6 +558,7 @@ int main(void) {
         cmocka_unit_test(test_fusion_output_count),
         cmocka_unit_test(test_fusion_kinds),
         cmocka_unit_test(test_fusion_owner),
+        cmocka_unit_test(test_fusion_member_effects),
         cmocka_unit_test(test_subgraph_broken_inside),
         cmocka_unit_test(test_subgraph_uses_outer_value),
     };
