@@ -12,6 +12,7 @@
 #ifndef TJIT_FUSER_H
 #define TJIT_FUSER_H
 
+#include <stddef.h>
 #include <pthread.h>
 
 #include "core/core.h"
@@ -35,11 +36,18 @@ typedef struct tjf_input_spec {
     tjf_layout layout;
 } tjf_input_spec;
 
+/* The inputs come last: a copy of a spec's first tjf_spec_bytes() bytes
+ * holds all of it (a group keeps one per kernel it compiled). */
 typedef struct tjf_spec {
     int n_inputs;
-    tjf_input_spec inputs[TJF_MAX_ARGS];
     tj_device_type device;
+    tjf_input_spec inputs[TJF_MAX_ARGS];
 } tjf_spec;
+
+/* The bytes of spec that hold its n_inputs inputs. */
+static inline size_t tjf_spec_bytes(const tjf_spec *spec) {
+    return offsetof(tjf_spec, inputs) + sizeof(tjf_input_spec) * (size_t)spec->n_inputs;
+}
 
 typedef struct tjf_kernel tjf_kernel; /* a backend's compiled code */
 

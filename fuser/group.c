@@ -19,7 +19,7 @@ typedef struct gnode {
 } gnode;
 
 typedef struct cached {
-    tjf_spec spec;
+    tjf_spec *spec; /* tjf_spec_bytes of it: a full spec is 5 KB, most groups hold one input or two */
     const tjf_backend *backend; /* the device's: it compiled and releases the kernel */
     tjf_kernel *kernel;         /* NULL: the backend could not compile it (why: fallback) */
 } cached;
@@ -74,8 +74,10 @@ void tjf_spec_of_types(const tj_node *group, tjf_spec *spec) {
 
 void tjf_group_free(tjf_group *g) {
     if (!g) return;
-    for (int i = 0; i < g->n_cache; i++)
+    for (int i = 0; i < g->n_cache; i++) {
         if (g->cache[i].kernel) g->cache[i].backend->release(g->cache[i].kernel);
+        tjc_free(g->cache[i].spec);
+    }
     tjc_free(g->cache);
     tjc_free(g->fallback);
     for (int i = 0; g->nodes && i < g->n_nodes; i++) {
@@ -261,9 +263,10 @@ static tjf_kernel *kernel_for(tjf_group *g, const tjf_backend *backend, tj_tenso
     bool known = false;
     char why[1024] = "";
     pthread_mutex_lock(&g->lock);
-    size_t used = offsetof(tjf_spec, inputs) + sizeof(tjf_input_spec) * (size_t)spec->n_inputs;
+    size_t used = tjf_spec_bytes(spec);
     for (int i = 0; i < g->n_cache && !known; i++)
-        if (g->cache[i].backend == backend && memcmp(&g->cache[i].spec, spec, used) == 0) {
+        if (g->cache[i].backend == backend && g->cache[i].spec->n_inputs == spec->n_inputs &&
+            memcmp(g->cache[i].spec, spec, used) == 0) {
             k = g->cache[i].kernel;
             known = true;
         }
@@ -277,20 +280,23 @@ static tjf_kernel *kernel_for(tjf_group *g, const tjf_backend *backend, tj_tenso
         }
         /* a refusal is kept (no second try per spec); a failure of memory is not */
         bool keep = k || st == TJ_ERR_UNSUPPORTED;
-        if (keep && g->n_cache == g->cap_cache) {
-            int cap = g->cap_cache ? 2 * g->cap_cache : 4;
+        tjf_spec *kept = keep ? tjc_malloc(used) : NULL;
+        if (kept) memcpy(kept, spec, used);
+        if (kept && g->n_cache == g->cap_cache) {
+            int cap = g->cap_cache ? 2 * g->cap_cache : 1;
             cached *grown = tjc_realloc(g->cache, sizeof *grown * (size_t)cap);
             if (grown) {
                 g->cache = grown;
                 g->cap_cache = cap;
             }
         }
-        if (keep && g->n_cache < g->cap_cache) {
-            g->cache[g->n_cache].spec = *spec;
+        if (kept && g->n_cache < g->cap_cache) {
+            g->cache[g->n_cache].spec = kept;
             g->cache[g->n_cache].backend = backend;
             g->cache[g->n_cache++].kernel = k;
-        } else if (k) {
-            backend->release(k);
+        } else if (keep) {
+            tjc_free(kept);
+            if (k) backend->release(k);
             k = NULL;
             st = tjc_error(TJ_ERR_MEMORY, "out of memory");
         }

@@ -118,11 +118,19 @@ static tji_plan *plan_for(const tj_program *cp, tj_tensor *const *in) {
 }
 
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts) {
+    return tji_compile_owned(tj_graph_clone(g, NULL), g, opts, NULL);
+}
+
+tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile_options *opts,
+                              const char *passes) {
     tj_program *p = tjc_calloc(1, sizeof *p);
-    if (!p) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    if (!p) {
+        tj_graph_free(own);
+        return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory"), NULL;
+    }
     if (opts) p->opts = *opts;
     pthread_mutex_init(&p->plan_lock, NULL);
-    p->graph = tj_graph_clone(g, NULL);
+    p->graph = own;
     int n_inputs = p->graph ? tj_graph_num_inputs(p->graph) : 0;
     p->bound = tjc_calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(tj_tensor *));
     p->user_input = tjc_calloc((size_t)(n_inputs ? n_inputs : 1), sizeof(int));
@@ -139,13 +147,14 @@ tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts)
         p->bound[i] = tj_retain(tj_graph_input_binding(g, i));
         if (!p->bound[i]) p->user_input[p->n_user++] = i;
         /* tj_graph_clone copies nodes, not bindings: tj_program_graph shows them too */
-        else if (tj_graph_bind_input(p->graph, i, p->bound[i]) != TJ_OK) {
+        else if (g != p->graph && tj_graph_bind_input(p->graph, i, p->bound[i]) != TJ_OK) {
             tj_program_free(p);
             return NULL;
         }
     }
-    /* the passes rewrite the program's own copy; inputs keep their positions */
-    if (tj_run_passes(p->graph, p->opts.passes ? p->opts.passes : tj_default_pipeline()) != TJ_OK) {
+    /* the passes rewrite the program's own graph; inputs keep their positions */
+    if (!passes) passes = p->opts.passes ? p->opts.passes : tj_default_pipeline();
+    if (*passes && tj_run_passes(p->graph, passes) != TJ_OK) {
         tj_program_free(p);
         return NULL;
     }

@@ -48,6 +48,11 @@ struct tj_program {
 tj_status tji_run_ready(const tj_program *p, tj_tensor *const *inputs, tj_tensor **outputs,
                         const tji_ready *ready);
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts);
+/* Compiles own, which the program takes (and frees, on failure too), with
+ * g's input bindings (g may be own). passes: the pipeline to run (NULL: the
+ * options' or the default one; "": none, for a graph already optimised). */
+tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile_options *opts,
+                              const char *passes);
 tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *opts);
 void tji_training_free(tj_program *p);
 /* Takes the references in saved[0..n) as the program's tape; when memory is short,

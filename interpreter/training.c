@@ -59,8 +59,13 @@ tj_program *tji_compile_training(const tj_graph *g, const tj_compile_options *op
         tj_gradient_free(&gr);
         return NULL;
     }
-    tj_program *p = tji_compile_plain(gr.forward, &plain);
-    tj_program *b = p ? tji_compile_plain(gr.backward, &plain) : NULL;
+    /* the programs take autodiff's graphs (no copies); the backward one
+     * already ran its passes in prune_saved */
+    tj_graph *fw = gr.forward, *bw = gr.backward;
+    gr.forward = gr.backward = NULL;
+    tj_program *p = tji_compile_owned(fw, fw, &plain, NULL);
+    tj_program *b = p ? tji_compile_owned(bw, bw, &plain, "") : NULL;
+    if (!p) tj_graph_free(bw);
     if (!b) {
         tj_program_free(p);
         tj_gradient_free(&gr);

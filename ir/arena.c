@@ -16,7 +16,10 @@ struct tjir_chunk {
     max_align_t data[];
 };
 
-#define CHUNK_BYTES ((size_t)16 * 1024)
+/* Chunks start small (a graph may be a fusion group's subgraph of a node or
+ * two, thousands of them in a large program) and double up to the largest. */
+#define FIRST_CHUNK_BYTES ((size_t)1024)
+#define LARGEST_CHUNK_BYTES ((size_t)64 * 1024)
 
 void *tjir_alloc(tjir_arena *a, size_t n) {
     const size_t align = sizeof(max_align_t);
@@ -24,8 +27,10 @@ void *tjir_alloc(tjir_arena *a, size_t n) {
     if (n == 0) n = align;
     tjir_chunk *c = a->head;
     if (!c || c->cap - c->used < n) {
+        size_t chunk = a->chunk_bytes ? a->chunk_bytes : FIRST_CHUNK_BYTES;
         /* big requests get a chunk of their own so the current one keeps its room */
-        size_t cap = n > CHUNK_BYTES / 4 ? n : CHUNK_BYTES;
+        bool own = n > chunk / 4;
+        size_t cap = own ? n : chunk;
         tjir_chunk *fresh = tjc_malloc(sizeof *fresh + cap);
         if (!fresh) {
             tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
@@ -33,13 +38,14 @@ void *tjir_alloc(tjir_arena *a, size_t n) {
         }
         fresh->used = 0;
         fresh->cap = cap;
-        if (c && cap != CHUNK_BYTES) { /* keep the partly used chunk at the head */
+        if (c && own) { /* keep the partly used chunk at the head */
             fresh->next = c->next;
             c->next = fresh;
             c = fresh;
         } else {
             fresh->next = c;
             a->head = c = fresh;
+            if (!own) a->chunk_bytes = chunk < LARGEST_CHUNK_BYTES ? 2 * chunk : chunk;
         }
     }
     void *p = (char *)c->data + c->used;
@@ -66,6 +72,7 @@ void tjir_arena_free(tjir_arena *a) {
         c = next;
     }
     a->head = NULL;
+    a->chunk_bytes = 0;
 }
 
 bool tjir_grow(tjir_arena *a, void **arr, int *cap, int need, size_t elem) {

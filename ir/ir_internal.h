@@ -16,6 +16,7 @@
 typedef struct tjir_chunk tjir_chunk;
 typedef struct tjir_arena {
     tjir_chunk *head;
+    size_t chunk_bytes; /* of the next chunk: small for a fusion group's few nodes, doubling */
 } tjir_arena;
 
 /* Zeroed memory that lives until tjir_arena_free; NULL (with an error set)

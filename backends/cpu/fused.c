@@ -180,6 +180,20 @@ static step row_step(const tj_node *n, tjf_row_kind kind, tj_dtype t) {
     return s;
 }
 
+/* The arrays sized for the worst case keep what was used: a program holds
+ * a kernel per group, thousands of them in a large graph. */
+static void shrink(tjf_kernel *k) {
+    slot *slots = tjc_realloc(k->slots, sizeof *slots * (size_t)(k->n_slots ? k->n_slots : 1));
+    if (slots) k->slots = slots;
+    chunk_view *views = tjc_realloc(k->views, sizeof *views * (size_t)(k->n_views ? k->n_views : 1));
+    if (views) k->views = views;
+    step *steps = tjc_realloc(k->steps, sizeof *steps * (size_t)(k->n_steps ? k->n_steps : 1));
+    if (steps) {
+        k->steps = steps;
+        k->cap_steps = k->n_steps ? k->n_steps : 1;
+    }
+}
+
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tj_graph *sub = (tj_graph *)subgraph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(sub);
@@ -318,6 +332,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     for (int i = 0; i < k->n_slots; i++) /* chunk views come after the direct operands */
         if (k->slots[i].kind == SLOT_OPERAND && k->slots[i].index < 0)
             k->slots[i].index = k->n_operands + (-1 - k->slots[i].index);
+    shrink(k);
     return k;
 }
 
