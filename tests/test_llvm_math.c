@@ -287,6 +287,97 @@ static void f64_exp_log_tanh_sigmoid_erf(void **state) {
     specials_f64("aten::tanh", tanh);
     specials_f64("aten::erf", erf);
 }
+/* ---- out-of-line functions -------------------------------------------------------
+ * A kernel calling the functions more than a few times calls them out of
+ * line, through vector versions (backends/llvm/math.c): the same operations
+ * lane by lane, so the same bits as inline and as the C versions. */
+
+enum { CHAIN_ROUNDS = 3 }; /* tanh, exp, log, sigmoid: 12 calls, values kept finite */
+
+static tj_status chain_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    tj_scope_begin();
+    tj_tensor *y = in[0];
+    for (int r = 0; r < CHAIN_ROUNDS; r++) y = tj_sigmoid(tj_log(tj_exp(tj_tanh(y))));
+    out[0] = tj_keep(y);
+    tj_scope_end();
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+static float chain_f(float x) {
+    for (int r = 0; r < CHAIN_ROUNDS; r++) x = sigmoid_c(tjm_logf(tjm_expf(tjm_tanhf(x))));
+    return x;
+}
+
+static double chain_d(double x) {
+    for (int r = 0; r < CHAIN_ROUNDS; r++) x = sigmoid_d(tjm_logd(tjm_expd(tjm_tanhd(x))));
+    return x;
+}
+
+/* Whether some line of ir calls fn (a vector version's name) on a vector. */
+static bool calls_vector_version(const char *ir, const char *fn) {
+    for (const char *at = strstr(ir, fn); at; at = strstr(at + 1, fn)) {
+        const char *line = at;
+        while (line > ir && line[-1] != '\n') line--;
+        if (strncmp(line, "define", 6) && strstr(line, "call <") && strstr(line, "call <") < at) return true;
+    }
+    return false;
+}
+
+/* The chain over x as one LLVM kernel, its optimised IR in *ir_text. */
+static tj_tensor *run_chain(tj_tensor *x, char **ir_text) {
+    tj_graph *g = tj_trace(chain_model, NULL, &x, 1, 1, NULL);
+    assert_non_null(g);
+    tj_program *p = tj_compile(g, &(tj_compile_options){.backend = "llvm"});
+    assert_non_null(p);
+    tj_tensor *out = NULL;
+    if (tj_run(p, &x, &out) != TJ_OK) fail_msg("%s", tj_last_error());
+    const tj_node *grp = NULL;
+    for (tj_node *n = tj_block_first(tj_graph_block((tj_graph *)tj_program_graph(p))); n; n = tj_node_next(n))
+        if (tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP) grp = n;
+    assert_non_null(grp);
+    tjf_spec spec;
+    tjf_spec_of(&x, 1, &spec);
+    *ir_text = tjl_kernel_text(tj_node_subgraph(grp), &spec, false, TJL_TEXT_IR_OPT);
+    assert_non_null(*ir_text);
+    tj_program_free(p);
+    tj_graph_free(g);
+    return out;
+}
+
+static void outlined_functions_keep_their_bits(void **state) {
+    (void)state;
+    int64_t n = 0;
+    float *all = float_sweep(&n);
+    int64_t m = n / 8 + 7; /* not a whole number of vectors: the scalar loop runs too */
+    float *xf = malloc(sizeof(float) * (size_t)m);
+    double *xd = malloc(sizeof(double) * (size_t)m);
+    for (int64_t i = 0; i < m; i++) xd[i] = xf[i] = all[(i * 8) % n];
+    char *text;
+    tj_tensor *x = tensor_of(xf, m, TJ_F32), *out = run_chain(x, &text);
+    assert_non_null(strstr(text, "vector.body"));
+    assert_true(calls_vector_version(text, "@tjl.tanhf.v"));
+    free(text);
+    const float *gf = tj_data(out);
+    for (int64_t i = 0; i < m; i++)
+        if (!same_f(gf[i], chain_f(xf[i])))
+            fail_msg("f32 chain(%a): kernel %a, C version %a", (double)xf[i], (double)gf[i], (double)chain_f(xf[i]));
+    tj_release(x);
+    tj_release(out);
+    x = tensor_of(xd, m, TJ_F64);
+    out = run_chain(x, &text);
+    assert_true(calls_vector_version(text, "@tjl.tanhd.v"));
+    free(text);
+    const double *gd = tj_data(out);
+    for (int64_t i = 0; i < m; i++)
+        if (!same_d(gd[i], chain_d(xd[i])))
+            fail_msg("f64 chain(%a): kernel %a, C version %a", xd[i], gd[i], chain_d(xd[i]));
+    tj_release(x);
+    tj_release(out);
+    free(all);
+    free(xf);
+    free(xd);
+}
 #else
 static void llvm_skipped(void **state) {
     (void)state;
@@ -301,6 +392,7 @@ int main(void) {
         cmocka_unit_test(f32_erf),
         cmocka_unit_test(f32_pow),
         cmocka_unit_test(f64_exp_log_tanh_sigmoid_erf),
+        cmocka_unit_test(outlined_functions_keep_their_bits),
     };
 #else
     const struct CMUnitTest tests[] = {cmocka_unit_test(llvm_skipped)};

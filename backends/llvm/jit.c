@@ -141,6 +141,8 @@ static LLVMTargetMachineRef host_machine(void) {
 
 /* Target, data layout and CPU attributes on the module; its kernel renamed. */
 static tj_status prepare(tjl_ir *ir, LLVMTargetMachineRef tm) {
+    unsigned vector_bits = strstr(J.features, "+avx512f") ? 512 : strstr(J.features, "+avx") ? 256 : 128;
+    tjl_math_outline(ir, vector_bits);
     LLVMSetTarget(ir->mod, J.triple);
     LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
     LLVMSetModuleDataLayout(ir->mod, dl);

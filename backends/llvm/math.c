@@ -21,10 +21,16 @@ typedef struct fb {
     tjl_ir *ir;
     LLVMBuilderRef b;
     LLVMTypeRef t, it;
+    unsigned vf; /* lanes of a vector variant (t and it are vectors), else 0 */
 } fb;
 
-static V K(fb *f, double v) { return LLVMConstReal(f->t, v); }
-static V KI(fb *f, unsigned long long v) { return LLVMConstInt(f->it, v, 0); }
+static V K(fb *f, double v) { return LLVMConstReal(f->t, v); } /* splats for a vector type */
+static V KI(fb *f, unsigned long long v) {
+    if (!f->vf) return LLVMConstInt(f->it, v, 0);
+    V lane = LLVMConstInt(LLVMGetElementType(f->it), v, 0), lanes[64];
+    for (unsigned i = 0; i < f->vf; i++) lanes[i] = lane;
+    return LLVMConstVector(lanes, f->vf);
+}
 static V add(fb *f, V a, V b) { return LLVMBuildFAdd(f->b, a, b, ""); }
 static V sub(fb *f, V a, V b) { return LLVMBuildFSub(f->b, a, b, ""); }
 static V mul(fb *f, V a, V b) { return LLVMBuildFMul(f->b, a, b, ""); }
@@ -57,6 +63,7 @@ static V horner1(fb *f, V x, const double *c, int n) {
 }
 
 static V call_with(tjl_ir *ir, LLVMBuilderRef b, tjl_fn which, V x, V y);
+static LLVMValueRef get_vector_fn(tjl_ir *ir, tjl_fn which, unsigned vf);
 
 /* An overloaded intrinsic on its operands' type, called through builder b. */
 static V intrinsic_with(tjl_ir *ir, LLVMBuilderRef b, const char *name, V x, V y) {
@@ -71,7 +78,13 @@ LLVMValueRef tjl_intrinsic(tjl_ir *ir, const char *name, LLVMValueRef a, LLVMVal
     return intrinsic_with(ir, ir->b, name, a, b);
 }
 /* A call from the function f is building. */
-static V call_fn(fb *f, tjl_fn which, V x, V y) { return call_with(f->ir, f->b, which, x, y); }
+static V call_fn(fb *f, tjl_fn which, V x, V y) {
+    if (!f->vf) return call_with(f->ir, f->b, which, x, y);
+    LLVMValueRef fn = get_vector_fn(f->ir, which, f->vf); /* a vector body calls vector bodies */
+    V args[1] = {x};
+    (void)y;
+    return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 1, "");
+}
 
 /* 2^n from an integer n in the normal exponent range (shift into the exponent). */
 static V pow2i(fb *f, V n, int bias, int shift) {
@@ -263,7 +276,7 @@ static V snan(fb *f, V x) {
 
 static V powf_body(fb *f, V a, V b) {
     tjl_ir *ir = f->ir;
-    fb d = {ir, f->b, ir->f64, ir->i64}; /* the double part */
+    fb d = {ir, f->b, ir->f64, ir->i64, 0}; /* the double part */
     V absa = sel(f, lt(f, a, K(f, 0.0)), neg(f, a), a);
     V l2 = call_fn(f, TJL_LOG2D, LLVMBuildFPExt(f->b, absa, ir->f64, ""), NULL);
     V y = mul(&d, LLVMBuildFPExt(f->b, b, ir->f64, ""), l2);
@@ -327,7 +340,7 @@ static LLVMValueRef get_fn(tjl_ir *ir, tjl_fn which) {
     add_fn_attr(ir, fn, "alwaysinline");
     add_fn_attr(ir, fn, "nounwind");
     /* the body goes in with a builder of its own: the caller's stays where it is */
-    fb f = {ir, LLVMCreateBuilderInContext(ir->ctx), t, fns[which].f64 ? ir->i64 : ir->i32};
+    fb f = {ir, LLVMCreateBuilderInContext(ir->ctx), t, fns[which].f64 ? ir->i64 : ir->i32, 0};
     LLVMPositionBuilderAtEnd(f.b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
     V r = fns[which].arity == 1 ? fns[which].body1(&f, LLVMGetParam(fn, 0))
                                 : fns[which].body2(&f, LLVMGetParam(fn, 0), LLVMGetParam(fn, 1));
@@ -344,6 +357,95 @@ static V call_with(tjl_ir *ir, LLVMBuilderRef b, tjl_fn which, V x, V y) {
 
 LLVMValueRef tjl_math(tjl_ir *ir, tjl_fn which, LLVMValueRef a, LLVMValueRef b) {
     return call_with(ir, ir->b, which, a, b);
+}
+
+/* ---- vector variants ---------------------------------------------------------
+ * Inlined, a function's body is vectorised (and interleaved) once per call
+ * in a kernel: a group of 64 nodes with 30 tanh takes the code generator a
+ * few seconds. Past a few calls the functions are outlined instead: each
+ * gets one vector version of the machine's width, its body built from the
+ * same emitter over vector types (so the same operations lane by lane, the
+ * same bits), which the loop vectoriser calls through the
+ * vector-function-abi-variant attribute of each call site. */
+
+enum { OUTLINE_AFTER_CALLS = 8 };
+
+/* The functions whose bodies work on one float type throughout (erff and
+ * powf widen to double in the middle). */
+static bool has_vector_variant(tjl_fn which) { return which != TJL_ERFF && which != TJL_POWF; }
+
+static void vector_name(char *buf, size_t n, tjl_fn which, unsigned vf) {
+    snprintf(buf, n, "%s.v%u", fns[which].name, vf);
+}
+
+static LLVMValueRef get_vector_fn(tjl_ir *ir, tjl_fn which, unsigned vf) {
+    char name[64];
+    vector_name(name, sizeof name, which, vf);
+    LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, name);
+    if (fn) return fn;
+    LLVMTypeRef t = LLVMVectorType(fns[which].f64 ? ir->f64 : ir->f32, vf);
+    LLVMTypeRef it = LLVMVectorType(fns[which].f64 ? ir->i64 : ir->i32, vf);
+    fn = LLVMAddFunction(ir->mod, name, LLVMFunctionType(t, &t, 1, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    add_fn_attr(ir, fn, "noinline");
+    add_fn_attr(ir, fn, "nounwind");
+    fb f = {ir, LLVMCreateBuilderInContext(ir->ctx), t, it, vf};
+    LLVMPositionBuilderAtEnd(f.b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
+    LLVMBuildRet(f.b, fns[which].body1(&f, LLVMGetParam(fn, 0)));
+    LLVMDisposeBuilder(f.b);
+    return fn;
+}
+
+/* The calls of fn made by the module's kernels (not by other functions of
+ * this file), n at most. */
+static int kernel_calls(LLVMValueRef fn, LLVMValueRef *calls, int n) {
+    int k = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(fn); u; u = LLVMGetNextUse(u)) {
+        LLVMValueRef user = LLVMGetUser(u);
+        if (!LLVMIsACallInst(user)) continue;
+        const char *caller = LLVMGetValueName(LLVMGetBasicBlockParent(LLVMGetInstructionParent(user)));
+        if (strncmp(caller, "tjl.", 4) == 0) continue;
+        if (k < n) calls[k] = user;
+        k++;
+    }
+    return k;
+}
+
+void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
+    enum { MAX_CALLS = 4096 };
+    int total = 0;
+    for (int w = 0; w < TJL_NUM_FNS; w++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name);
+        if (fn && has_vector_variant((tjl_fn)w)) total += kernel_calls(fn, NULL, 0);
+    }
+    if (total <= OUTLINE_AFTER_CALLS) return;
+    LLVMValueRef used[TJL_NUM_FNS];
+    int n_used = 0;
+    for (int w = 0; w < TJL_NUM_FNS; w++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name), calls[MAX_CALLS];
+        if (!fn || !has_vector_variant((tjl_fn)w)) continue;
+        int n = kernel_calls(fn, calls, MAX_CALLS);
+        if (n == 0 || n > MAX_CALLS) continue;
+        unsigned vf = vector_bits / (fns[w].f64 ? 64u : 32u);
+        char vname[64], variant[160];
+        vector_name(vname, sizeof vname, (tjl_fn)w, vf);
+        LLVMValueRef vfn = get_vector_fn(ir, (tjl_fn)w, vf);
+        used[n_used++] = vfn;
+        unsigned inline_kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, inline_kind);
+        add_fn_attr(ir, fn, "noinline");
+        snprintf(variant, sizeof variant, "_ZGV_LLVM_N%uv_%s(%s)", vf, fns[w].name, vname);
+        LLVMAttributeRef attr = LLVMCreateStringAttribute(ir->ctx, "vector-function-abi-variant", 27,
+                                                          variant, (unsigned)strlen(variant));
+        for (int i = 0; i < n; i++) LLVMAddCallSiteAttribute(calls[i], LLVMAttributeFunctionIndex, attr);
+    }
+    if (!n_used) return;
+    /* the variants have no caller until the vectoriser makes them: keep them */
+    LLVMTypeRef arr = LLVMArrayType(ir->ptr, (unsigned)n_used);
+    LLVMValueRef g = LLVMAddGlobal(ir->mod, arr, "llvm.compiler.used");
+    LLVMSetLinkage(g, LLVMAppendingLinkage);
+    LLVMSetSection(g, "llvm.metadata");
+    LLVMSetInitializer(g, LLVMConstArray(ir->ptr, used, (unsigned)n_used));
 }
 
 LLVMValueRef tjl_libm(tjl_ir *ir, const char *name, LLVMValueRef a, LLVMValueRef b) {
