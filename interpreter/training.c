@@ -21,8 +21,14 @@ static bool float_input(const tj_graph *g, int i) {
  * longer reads (a rule's use that the passes removed), from both graphs: the
  * forward pass keeps only what backward will read. */
 static tj_status prune_saved(tj_gradient *gr, const char *passes) {
-    tj_status st = tj_run_passes(gr->backward, passes ? passes : tj_default_pipeline());
-    if (!st) st = tj_run_passes(gr->backward, "dce");
+    /* one run (the graph is verified once), then dce for what the passes left dead */
+    const char *pipeline = passes ? passes : tj_default_pipeline();
+    size_t len = strlen(pipeline) + sizeof ",dce";
+    char *with_dce = tjc_malloc(len);
+    if (!with_dce) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory");
+    snprintf(with_dce, len, "%s,dce", pipeline);
+    tj_status st = tj_run_passes(gr->backward, with_dce);
+    tjc_free(with_dce);
     for (int s = gr->n_saved - 1; !st && s >= 0; s--) {
         int in = gr->n_outputs + s;
         if (tj_value_num_uses(tj_graph_input(gr->backward, in)) > 0) continue;
