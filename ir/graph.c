@@ -502,6 +502,18 @@ tj_status tj_value_set_type(tj_value *v, const tj_type *type) {
     } while (0)
 const char *tj_value_name(const tj_value *v) { VALUE_GET("tj_value_name", v->name, NULL); }
 int tj_value_id(const tj_value *v) { VALUE_GET("tj_value_id", v->id, -1); }
+int64_t tj_value_scratch(const tj_value *v) { VALUE_GET("tj_value_scratch", v->scratch, 0); }
+tj_status tj_value_set_scratch(tj_value *v, int64_t x) {
+    if (!v) return NULL_ARG("tj_value_set_scratch", "the value");
+    v->scratch = x;
+    return TJ_OK;
+}
+int64_t tj_node_scratch(const tj_node *n) { NODE_GET("tj_node_scratch", n->scratch, 0); }
+tj_status tj_node_set_scratch(tj_node *n, int64_t x) {
+    if (!n) return NULL_ARG("tj_node_set_scratch", "the node");
+    n->scratch = x;
+    return TJ_OK;
+}
 tj_node *tj_value_node(const tj_value *v) { VALUE_GET("tj_value_node", v->node, NULL); }
 int tj_value_offset(const tj_value *v) { VALUE_GET("tj_value_offset", v->offset, -1); }
 tj_graph *tj_value_graph(const tj_value *v) { VALUE_GET("tj_value_graph", v->node->graph, NULL); }

@@ -57,6 +57,7 @@ struct tj_value {
     tj_type type;
     tj_use *uses;
     int n_uses, cap_uses;
+    int64_t scratch; /* the running pass's */
 };
 
 struct tj_node {
@@ -81,6 +82,7 @@ struct tj_node {
     int line; /* the text line it was parsed from, else 0 */
     bool destroyed;
     tj_node *all_next; /* every node the graph made, for tj_graph_free */
+    int64_t scratch;   /* the running pass's */
 };
 
 struct tj_block {

@@ -42,31 +42,24 @@ typedef struct canon {
     tj_graph *g;
     int n;              /* nodes in the block */
     tj_node **node;     /* by position in the original order */
-    tjc_ptrmap pos;     /* node -> position + 1 */
-    tjc_ptrmap hash;    /* value -> its hash (stored as a pointer-sized integer) */
+    /* each node's scratch: its position (-1: the block's inputs); each
+     * value's: its hash */
     ints *after;        /* by position: positions of nodes it must follow besides its inputs */
     bool *effect;       /* by position: tjp_has_effect, asked once (a group's walks its subgraph) */
     tjp_alias al;
     bool oom;
 } canon;
 
-static int pos_of(canon *c, const tj_node *n) {
-    return (int)(intptr_t)tjc_ptrmap_get(&c->pos, n) - 1;
-}
+static int pos_of(const tj_node *n) { return (int)tj_node_scratch(n); }
 
-static uint64_t value_hash(canon *c, const tj_value *v) {
-    return (uint64_t)(uintptr_t)tjc_ptrmap_get(&c->hash, v);
-}
+static uint64_t value_hash(const tj_value *v) { return (uint64_t)tj_value_scratch(v); }
 
-static void set_hash(canon *c, const tj_value *v, uint64_t h) {
-    /* 0 marks an absent key in the map's values only through get; keep it nonzero */
-    if (!tjc_ptrmap_put(&c->hash, v, (void *)(uintptr_t)(h ? h : 1))) c->oom = true;
-}
+static void set_hash(tj_value *v, uint64_t h) { tj_value_set_scratch(v, (int64_t)h); }
 
 /* ---- 1 and 2: hashes, and commutative inputs sorted -------------------------------------- */
 
-static int compare_values(canon *c, const tj_value *a, const tj_value *b) {
-    uint64_t ha = value_hash(c, a), hb = value_hash(c, b);
+static int compare_values(const tj_value *a, const tj_value *b) {
+    uint64_t ha = value_hash(a), hb = value_hash(b);
     if (ha != hb) return ha < hb ? -1 : 1;
     const char *na = tj_value_name(a), *nb = tj_value_name(b);
     if (!na || !nb) return (na != NULL) - (nb != NULL);
@@ -76,7 +69,7 @@ static int compare_values(canon *c, const tj_value *a, const tj_value *b) {
 static void hash_nodes(canon *c) {
     tj_block *b = tj_graph_block(c->g);
     for (int i = 0; i < tj_block_num_inputs(b); i++)
-        set_hash(c, tj_block_input(b, i), tjp_hash_u64(0x1a2b3c, (uint64_t)i));
+        set_hash(tj_block_input(b, i), tjp_hash_u64(0x1a2b3c, (uint64_t)i));
     uint64_t effects = 0;
     for (int k = 0; k < c->n; k++) {
         tj_node *n = c->node[k];
@@ -85,20 +78,20 @@ static void hash_nodes(canon *c) {
         int ni = tj_node_num_inputs(n);
         h = tjp_hash_u64(h, (uint64_t)ni);
         if (tjp_is_commutative(n)) {
-            uint64_t a = value_hash(c, tj_node_input(n, 0)), bb = value_hash(c, tj_node_input(n, 1));
+            uint64_t a = value_hash(tj_node_input(n, 0)), bb = value_hash(tj_node_input(n, 1));
             h = tjp_hash_u64(tjp_hash_u64(h, a < bb ? a : bb), a < bb ? bb : a);
-            if (compare_values(c, tj_node_input(n, 0), tj_node_input(n, 1)) > 0) {
+            if (compare_values(tj_node_input(n, 0), tj_node_input(n, 1)) > 0) {
                 tj_value *x = tj_node_input(n, 0), *y = tj_node_input(n, 1);
                 if (tj_node_set_input(n, 0, y) != TJ_OK || tj_node_set_input(n, 1, x) != TJ_OK)
                     c->oom = true;
             }
         } else {
-            for (int i = 0; i < ni; i++) h = tjp_hash_u64(h, value_hash(c, tj_node_input(n, i)));
+            for (int i = 0; i < ni; i++) h = tjp_hash_u64(h, value_hash(tj_node_input(n, i)));
         }
         h = tjp_hash_attrs(h, n);
         if (c->effect[k]) h = tjp_hash_u64(h, ++effects);
         for (int i = 0; i < tj_node_num_outputs(n); i++)
-            set_hash(c, tj_node_output(n, i), tjp_hash_u64(h, (uint64_t)i));
+            set_hash(tj_node_output(n, i), tjp_hash_u64(h, (uint64_t)i));
     }
 }
 
@@ -156,7 +149,7 @@ typedef struct frame {
 static int dependency(canon *c, int p, int k) {
     tj_node *n = c->node[p];
     int ni = tj_node_num_inputs(n);
-    if (k < ni) return pos_of(c, tj_value_node(tj_node_input(n, k))); /* -1 for graph inputs */
+    if (k < ni) return pos_of(tj_value_node(tj_node_input(n, k))); /* -1 for graph inputs */
     k -= ni;
     return k < c->after[p].n ? c->after[p].v[k] : -2;
 }
@@ -193,7 +186,7 @@ static tj_status reorder(canon *c) {
     int n_order = 0;
     tj_block *b = tj_graph_block(c->g);
     for (int i = 0; i < tj_block_num_outputs(b); i++)
-        visit(c, pos_of(c, tj_value_node(tj_block_output(b, i))), state, order, &n_order, stack);
+        visit(c, pos_of(tj_value_node(tj_block_output(b, i))), state, order, &n_order, stack);
     for (int p = 0; p < c->n; p++)
         if (c->effect[p]) visit(c, p, state, order, &n_order, stack);
     for (int p = 0; p < c->n; p++) visit(c, p, state, order, &n_order, stack);
@@ -211,8 +204,6 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     tj_status st = tjp_for_subgraphs(g, tj_pass_canonicalize);
     if (st) return st;
     canon c = {.g = g, .n = tj_block_num_nodes(tj_graph_block(g))};
-    tjc_ptrmap_init(&c.pos);
-    tjc_ptrmap_init(&c.hash);
     c.node = tjc_malloc(sizeof *c.node * ((size_t)c.n + 1));
     c.after = tjc_calloc((size_t)c.n + 1, sizeof *c.after);
     c.effect = tjc_malloc(sizeof *c.effect * ((size_t)c.n + 1));
@@ -221,8 +212,10 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     for (tj_node *n = tj_block_first(tj_graph_block(g)); n && !c.oom; n = tj_node_next(n), p++) {
         c.node[p] = n;
         c.effect[p] = tjp_has_effect(n);
-        if (!tjc_ptrmap_put(&c.pos, n, (void *)(intptr_t)(p + 1))) c.oom = true;
+        tj_node_set_scratch(n, p);
     }
+    tj_block *blk = tj_graph_block(g);
+    if (tj_block_num_inputs(blk)) tj_node_set_scratch(tj_value_node(tj_block_input(blk, 0)), -1);
     if (!c.oom) hash_nodes(&c);
     if (!c.oom && (st = tjp_alias_build(&c.al, g)) == TJ_OK) {
         effect_order(&c);
@@ -234,7 +227,5 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     tjc_free(c.after);
     tjc_free(c.effect);
     tjc_free(c.node);
-    tjc_ptrmap_free(&c.pos);
-    tjc_ptrmap_free(&c.hash);
     return st;
 }

@@ -482,7 +482,7 @@ static const api_entry table[] = {
      tt_api_node_creation},
     {"tj_node_kind_of tj_node_op tj_node_name tj_node_id tj_node_graph tj_node_block "
      "tj_node_num_inputs tj_node_input tj_node_num_outputs tj_node_output tj_node_next "
-     "tj_node_prev tj_node_is_before", tt_api_node_access},
+     "tj_node_prev tj_node_is_before tj_node_scratch tj_node_set_scratch", tt_api_node_access},
     {"tj_node_num_attrs tj_node_attr_name tj_node_attr_kind tj_node_attr tj_node_attrs "
      "tj_node_attr_index tj_node_set_attr tj_node_tensor tj_node_subgraph tj_node_set_subgraph",
      tt_api_node_attrs},
@@ -491,7 +491,7 @@ static const api_entry table[] = {
      "tj_node_add_output tj_node_remove_output", tt_api_editing},
     {"tj_value_type tj_value_set_type tj_value_name tj_value_set_name tj_value_id tj_value_node "
      "tj_value_offset tj_value_graph tj_value_num_uses tj_value_use tj_value_replace_uses "
-     "tj_value_replace_uses_after", tt_api_values},
+     "tj_value_replace_uses_after tj_value_scratch tj_value_set_scratch", tt_api_values},
     {"tj_value_map_new tj_value_map_free tj_value_map_set tj_value_map_get tj_graph_clone "
      "tj_node_clone tj_graph_insert_before", tt_api_cloning},
     {"tj_graph_to_string tj_graph_parse tj_graph_parse_n tj_graph_verify tj_graph_to_dot",

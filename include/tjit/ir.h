@@ -240,6 +240,14 @@ const char *tj_value_name(const tj_value *v); /* NULL when unnamed */
  * value of the graph holds gets a suffix: x, x.1, x.2, ... */
 tj_status tj_value_set_name(tj_value *v, const char *name);
 int tj_value_id(const tj_value *v); /* unique in its graph, not dense */
+/* A word each node and value carries for the pass that runs: a pass sets
+ * every one it reads (what an earlier pass left there means nothing), so it
+ * can keep a number per node or value without a hash map. NULL: 0 (getters)
+ * or TJ_ERR_ARG (setters), with an error. */
+int64_t tj_node_scratch(const tj_node *n);
+tj_status tj_node_set_scratch(tj_node *n, int64_t x);
+int64_t tj_value_scratch(const tj_value *v);
+tj_status tj_value_set_scratch(tj_value *v, int64_t x);
 tj_node *tj_value_node(const tj_value *v); /* the definer; prim::Param for block inputs */
 int tj_value_offset(const tj_value *v);    /* index among its node's outputs */
 tj_graph *tj_value_graph(const tj_value *v);

@@ -122,6 +122,10 @@ void tt_api_node_access(void) {
     FAILS_NULL(tj_node_prev(NULL));
     FAILS_WITH(tj_node_is_before(NULL, N), false);
     FAILS_WITH(tj_node_is_before(N, NULL), false);
+    FAILS_WITH(tj_node_scratch(NULL), 0);
+    FAILS_STATUS(tj_node_set_scratch(NULL, 1));
+    WORKS(assert_int_equal(tj_node_set_scratch(N, 42), TJ_OK));
+    WORKS(assert_int_equal(tj_node_scratch(N), 42));
 }
 
 void tt_api_node_attrs(void) {
@@ -192,6 +196,10 @@ void tt_api_values(void) {
     FAILS_STATUS(tj_value_replace_uses(V, NULL));
     FAILS_STATUS(tj_value_replace_uses_after(NULL, V, N));
     FAILS_STATUS(tj_value_replace_uses_after(V, NULL, N));
+    FAILS_WITH(tj_value_scratch(NULL), 0);
+    FAILS_STATUS(tj_value_set_scratch(NULL, 1));
+    WORKS(assert_int_equal(tj_value_set_scratch(V, -7), TJ_OK));
+    WORKS(assert_int_equal(tj_value_scratch(V), -7));
 }
 
 void tt_api_cloning(void) {
