@@ -83,7 +83,7 @@ static tj_node *clone_node(tj_graph *dst, const tj_node *n, tj_value_map *map, b
     }
     for (int i = 0; !st && i < n->n_outputs; i++) {
         const tj_value *o = n->outputs[i];
-        tj_value *co = tj_node_add_output(c, &o->type);
+        tj_value *co = tj_node_add_output(c, o->type);
         if (!co) st = TJ_ERR_MEMORY;
         else if (keep_ids) co->id = o->id;
         if (!st && o->name) st = tj_value_set_name(co, o->name);
@@ -126,7 +126,7 @@ tj_graph *tj_graph_clone(const tj_graph *g, tj_value_map *map) {
     const tj_block *b = &g->block;
     for (int i = 0; !st && i < b->param->n_outputs; i++) {
         const tj_value *in = b->param->outputs[i];
-        tj_value *ci = tj_graph_add_input(c, &in->type, in->name);
+        tj_value *ci = tj_graph_add_input(c, in->type, in->name);
         if (!ci) st = TJ_ERR_MEMORY;
         else {
             ci->id = in->id;

@@ -88,7 +88,7 @@ static void put_edge(dot *d, const tj_value *v, const char *target) {
     else tjir_buf_printf(&b2, "%%%d", v->id);
     if (!(d->flags & TJ_PRINT_NO_TYPES)) {
         tjir_buf_put(&b2, "\n");
-        tjir_put_type(&b2, &v->type, d->flags | TJ_PRINT_NO_STRIDES);
+        tjir_put_type(&b2, v->type, d->flags | TJ_PRINT_NO_STRIDES);
     }
     if (b2.failed) d->b.failed = true;
     else if (b2.data) put_escaped(&d->b, b2.data);

@@ -24,12 +24,76 @@ tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs) {
     return n;
 }
 
+/* ---- types: one copy of each in a graph ------------------------------------ */
+
+/* t with what its kind and rank leave unused zeroed, so that equal types are
+ * equal bytes. */
+static tj_type normalised(const tj_type *t) {
+    tj_type n;
+    memset(&n, 0, sizeof n);
+    n.kind = t->kind;
+    n.elem = t->elem;
+    n.dtype = t->dtype;
+    n.ndim = t->ndim;
+    int rank = t->ndim < 0 ? 0 : t->ndim > TJ_MAX_DIMS ? TJ_MAX_DIMS : t->ndim;
+    for (int d = 0; d < rank; d++) {
+        n.sizes[d] = t->sizes[d];
+        n.strides[d] = t->strides[d];
+    }
+    n.device_type = t->device_type;
+    n.device_index = t->device_index;
+    n.requires_grad = t->requires_grad;
+    return n;
+}
+
+static size_t type_slot(const tj_type *t, size_t cap) {
+    const unsigned char *b = (const unsigned char *)t;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof *t; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+static bool grow_types(tj_graph *g) {
+    size_t cap = g->types_cap ? 2 * g->types_cap : 16;
+    const tj_type **fresh = tjc_calloc(cap, sizeof *fresh);
+    if (!fresh) return false;
+    for (size_t i = 0; i < g->types_cap; i++) {
+        if (!g->types[i]) continue;
+        size_t s = type_slot(g->types[i], cap);
+        while (fresh[s]) s = (s + 1) & (cap - 1);
+        fresh[s] = g->types[i];
+    }
+    tjc_free(g->types);
+    g->types = fresh;
+    g->types_cap = cap;
+    return true;
+}
+
+const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t) {
+    tj_type n = normalised(t);
+    if ((g->types_n + 1) * 2 > g->types_cap && !grow_types(g)) {
+        tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
+        return NULL;
+    }
+    size_t s = type_slot(&n, g->types_cap);
+    for (; g->types[s]; s = (s + 1) & (g->types_cap - 1))
+        if (!memcmp(g->types[s], &n, sizeof n)) return g->types[s];
+    tj_type *copy = tjir_alloc(&g->arena, sizeof *copy);
+    if (!copy) return NULL;
+    *copy = n;
+    g->types[s] = copy;
+    g->types_n++;
+    return copy;
+}
+
 tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
     tj_value *v = tjir_alloc(&g->arena, sizeof *v);
     if (!v) return NULL;
+    tj_type any = tj_type_tensor();
+    v->type = tjir_intern_type(g, type ? type : &any);
+    if (!v->type) return NULL;
     v->node = n;
     v->id = g->next_value_id++;
-    v->type = type ? *type : tj_type_tensor();
     return v;
 }
 
@@ -72,6 +136,7 @@ void tj_graph_free(tj_graph *g) {
     tjir_map_clear(&g->names);
     tjir_map_clear(&g->suffixes);
     tjir_arena_free(&g->arena);
+    tjc_free(g->types);
     tjc_free(g);
 }
 
@@ -484,14 +549,16 @@ tj_status tj_node_destroy(tj_node *n) {
 /* ---- values ------------------------------------------------------------------------------ */
 
 const tj_type *tj_value_type(const tj_value *v) {
-    return v ? &v->type : (NULL_ARG("tj_value_type", "the value"), NULL);
+    return v ? v->type : (NULL_ARG("tj_value_type", "the value"), NULL);
 }
 
 tj_status tj_value_set_type(tj_value *v, const tj_type *type) {
     if (!v || !type) return tjc_error(TJ_ERR_ARG, "tj_value_set_type: NULL argument");
     tj_status st = tj_type_check(type);
     if (st) return st;
-    v->type = *type;
+    const tj_type *interned = tjir_intern_type(v->node->graph, type);
+    if (!interned) return TJ_ERR_MEMORY;
+    v->type = interned;
     return TJ_OK;
 }
 

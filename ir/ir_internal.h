@@ -54,7 +54,7 @@ struct tj_value {
     int offset;    /* among node's outputs */
     int id;
     const char *name; /* in the arena; NULL when unnamed */
-    tj_type type;
+    const tj_type *type; /* the graph's one copy of it (tjir_intern_type) */
     tj_use *uses;
     int n_uses, cap_uses;
     int64_t scratch; /* the running pass's */
@@ -103,7 +103,14 @@ struct tj_graph {
      * so uniquing a name does not retry every suffix from 1 */
     tjir_map suffixes;
     struct tjir_meta *meta; /* bound inputs and trace warnings (meta.c); NULL when none */
+    /* every distinct type of the graph's values, once (open addressing): a
+     * value holds a pointer, not 160 bytes of sizes and strides */
+    const tj_type **types;
+    size_t types_cap, types_n;
 };
+
+/* g's copy of t (its entries past ndim ignored); NULL when out of memory. */
+const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t);
 
 /* Frees what meta.c keeps for g. */
 void tjir_meta_free(tj_graph *g);

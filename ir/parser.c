@@ -179,7 +179,7 @@ static bool check_arity(tjir_parser *p, tj_node *n, int n_out, int line, int col
 
 /* The type of an output the text leaves untyped. */
 static tj_type default_type(const tj_node *n) {
-    const tj_type *in = n->n_inputs ? &n->inputs[0]->type : NULL;
+    const tj_type *in = n->n_inputs ? n->inputs[0]->type : NULL;
     switch (n->kind) {
     case TJ_NODE_CONSTANT:
         return tjir_constant_type(n->attr_kinds[0], &n->attrs[0], n->tensor);

@@ -129,7 +129,7 @@ static void put_typed_value(printer *p, const tj_value *v) {
     put_value(p, v);
     if (p->flags & TJ_PRINT_NO_TYPES) return;
     tjir_buf_put(&p->b, " : ");
-    tjir_put_type(&p->b, &v->type, p->flags);
+    tjir_put_type(&p->b, v->type, p->flags);
 }
 
 static int subgraph_number(printer *p, const tj_graph *sub) {

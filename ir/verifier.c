@@ -97,7 +97,7 @@ static tj_status check_definition(verifier *v, const tj_node *n, int i) {
         return fail(v, n, "output %d (%s) names another definer or position", i,
                     vname(x, buf, sizeof buf));
     if (tjir_map_get(&v->defined, x)) return fail(v, n, "%s is defined twice", vname(x, buf, sizeof buf));
-    if (tj_type_check(&x->type) != TJ_OK)
+    if (tj_type_check(x->type) != TJ_OK)
         return fail(v, n, "the type of %s is malformed: %s", vname(x, buf, sizeof buf),
                     tj_last_error());
     if (x->name) {
@@ -186,8 +186,8 @@ static int dims_rank(const tj_node *n) {
         if (!strcmp(s->args[s->attr_pos[i]].name, "input_sizes") &&
             n->attr_kinds[i] == TJ_ATTR_INTS)
             return n->attrs[i].ints.n;
-    if (n->n_inputs < 1 || n->inputs[0]->type.kind != TJ_TYPE_TENSOR) return -1;
-    int rank = n->inputs[0]->type.ndim;
+    if (n->n_inputs < 1 || n->inputs[0]->type->kind != TJ_TYPE_TENSOR) return -1;
+    int rank = n->inputs[0]->type->ndim;
     if (rank == TJ_UNKNOWN) return -1;
     const char *name = tj_op_name(n->op);
     if (!strcmp(name, "aten::unsqueeze") || !strcmp(name, "aten::stack")) rank++;
@@ -219,16 +219,16 @@ static tj_status check_op(verifier *v, const tj_node *n) {
     const tj_schema *s = tj_op_schema(n->op);
     if (s->has_tensor_list) {
         for (int i = 0; i < n->n_inputs; i++)
-            if (n->inputs[i]->type.kind != TJ_TYPE_TENSOR)
+            if (n->inputs[i]->type->kind != TJ_TYPE_TENSOR)
                 return fail(v, n, "input %d must be a tensor, got %s", i,
-                            type_kind_name(n->inputs[i]->type.kind));
+                            type_kind_name(n->inputs[i]->type->kind));
     } else {
         if (n->n_inputs != s->n_tensor_args)
             return fail(v, n, "expected %d inputs by its schema, got %d", s->n_tensor_args,
                         n->n_inputs);
         for (int i = 0; i < n->n_inputs; i++) {
             const tj_arg *arg = &s->args[s->tensor_pos[i]];
-            tj_type_kind k = n->inputs[i]->type.kind;
+            tj_type_kind k = n->inputs[i]->type->kind;
             bool ok = k == TJ_TYPE_TENSOR || (arg->type == TJ_ARG_TENSOR_OPT && k == TJ_TYPE_NONE);
             if (!ok)
                 return fail(v, n, "input %d (%s) must be a tensor%s, got %s", i, arg->name,
@@ -240,9 +240,9 @@ static tj_status check_op(verifier *v, const tj_node *n) {
                     s->n_outputs < 0 ? "at least " : "", s->n_outputs < 0 ? 1 : s->n_outputs,
                     n->n_outputs);
     for (int i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i]->type.kind != TJ_TYPE_TENSOR)
+        if (n->outputs[i]->type->kind != TJ_TYPE_TENSOR)
             return fail(v, n, "output %d must be a tensor, got %s", i,
-                        type_kind_name(n->outputs[i]->type.kind));
+                        type_kind_name(n->outputs[i]->type->kind));
     if (n->n_attrs != s->n_attrs)
         return fail(v, n, "expected %d attributes by its schema, got %d", s->n_attrs, n->n_attrs);
     for (int i = 0; i < n->n_attrs; i++) {
@@ -265,7 +265,7 @@ static tj_status check_constant(verifier *v, const tj_node *n) {
     tj_attr_kind k = n->attr_kinds[0];
     if (k == TJ_ATTR_TENSOR && !n->tensor) return fail(v, n, "a tensor constant without a tensor");
     tj_type want = tjir_constant_type(k, &n->attrs[0], n->tensor);
-    const tj_type *got = &n->outputs[0]->type;
+    const tj_type *got = n->outputs[0]->type;
     if (got->kind != want.kind || (want.kind == TJ_TYPE_LIST && got->elem != want.elem))
         return fail(v, n, "its output is typed %s, its value is a %s", type_kind_name(got->kind),
                     tj_attr_kind_name(k));
@@ -306,15 +306,15 @@ static tj_status check_fusion(verifier *v, const tj_node *n) {
         return fail(v, n, "it has %d outputs, its subgraph %d", n->n_outputs,
                     tj_graph_num_outputs(sub));
     for (int i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i]->type.kind != tj_graph_input(sub, i)->type.kind)
+        if (n->inputs[i]->type->kind != tj_graph_input(sub, i)->type->kind)
             return fail(v, n, "input %d is a %s, the subgraph's a %s", i,
-                        type_kind_name(n->inputs[i]->type.kind),
-                        type_kind_name(tj_graph_input(sub, i)->type.kind));
+                        type_kind_name(n->inputs[i]->type->kind),
+                        type_kind_name(tj_graph_input(sub, i)->type->kind));
     for (int i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i]->type.kind != tj_graph_output(sub, i)->type.kind)
+        if (n->outputs[i]->type->kind != tj_graph_output(sub, i)->type->kind)
             return fail(v, n, "output %d is a %s, the subgraph's a %s", i,
-                        type_kind_name(n->outputs[i]->type.kind),
-                        type_kind_name(tj_graph_output(sub, i)->type.kind));
+                        type_kind_name(n->outputs[i]->type->kind),
+                        type_kind_name(tj_graph_output(sub, i)->type->kind));
     for (const tj_node *m = sub->block.first; m; m = m->next) {
         const char *effect = m->kind == TJ_NODE_OP && m->op ? effect_of(m->op) : NULL;
         if (effect)
@@ -341,36 +341,36 @@ static tj_status check_prim(verifier *v, const tj_node *n) {
     case TJ_NODE_CONSTANT: return check_constant(v, n);
     case TJ_NODE_FUSION_GROUP: return check_fusion(v, n);
     case TJ_NODE_NONE:
-        if (n->n_inputs || n->n_outputs != 1 || n->outputs[0]->type.kind != TJ_TYPE_NONE)
+        if (n->n_inputs || n->n_outputs != 1 || n->outputs[0]->type->kind != TJ_TYPE_NONE)
             return fail(v, n, "expected no inputs and one NoneType output");
         return TJ_OK;
     case TJ_NODE_CONSTANT_CHUNK:
-        if (n->n_inputs != 1 || n->inputs[0]->type.kind != TJ_TYPE_TENSOR)
+        if (n->n_inputs != 1 || n->inputs[0]->type->kind != TJ_TYPE_TENSOR)
             return fail(v, n, "expected one tensor input");
         if (n->attrs[0].i < 1 || n->n_outputs != n->attrs[0].i)
             return fail(v, n, "chunks=%lld but %d outputs", (long long)n->attrs[0].i, n->n_outputs);
         for (int i = 0; i < n->n_outputs; i++)
-            if (n->outputs[i]->type.kind != TJ_TYPE_TENSOR)
+            if (n->outputs[i]->type->kind != TJ_TYPE_TENSOR)
                 return fail(v, n, "output %d must be a tensor", i);
-        if (n->inputs[0]->type.ndim == TJ_UNKNOWN) return TJ_OK;
-        return check_dim(v, n, "dim", n->attrs[1].i, n->inputs[0]->type.ndim);
+        if (n->inputs[0]->type->ndim == TJ_UNKNOWN) return TJ_OK;
+        return check_dim(v, n, "dim", n->attrs[1].i, n->inputs[0]->type->ndim);
     case TJ_NODE_LIST_CONSTRUCT:
-        if (n->n_outputs != 1 || n->outputs[0]->type.kind != TJ_TYPE_LIST)
+        if (n->n_outputs != 1 || n->outputs[0]->type->kind != TJ_TYPE_LIST)
             return fail(v, n, "expected one list output");
         for (int i = 0; i < n->n_inputs; i++)
-            if (n->inputs[i]->type.kind != n->outputs[0]->type.elem)
+            if (n->inputs[i]->type->kind != n->outputs[0]->type->elem)
                 return fail(v, n, "input %d is a %s in a list of %s", i,
-                            type_kind_name(n->inputs[i]->type.kind),
-                            type_kind_name(n->outputs[0]->type.elem));
+                            type_kind_name(n->inputs[i]->type->kind),
+                            type_kind_name(n->outputs[0]->type->elem));
         return TJ_OK;
     case TJ_NODE_LIST_UNPACK:
-        if (n->n_inputs != 1 || n->inputs[0]->type.kind != TJ_TYPE_LIST)
+        if (n->n_inputs != 1 || n->inputs[0]->type->kind != TJ_TYPE_LIST)
             return fail(v, n, "expected one list input");
         for (int i = 0; i < n->n_outputs; i++)
-            if (n->outputs[i]->type.kind != n->inputs[0]->type.elem)
+            if (n->outputs[i]->type->kind != n->inputs[0]->type->elem)
                 return fail(v, n, "output %d is a %s from a list of %s", i,
-                            type_kind_name(n->outputs[i]->type.kind),
-                            type_kind_name(n->inputs[0]->type.elem));
+                            type_kind_name(n->outputs[i]->type->kind),
+                            type_kind_name(n->inputs[0]->type->elem));
         return TJ_OK;
     default: return fail(v, n, "unknown kind");
     }
