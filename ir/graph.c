@@ -46,11 +46,19 @@ static tj_type normalised(const tj_type *t) {
     return n;
 }
 
+static uint64_t mix(uint64_t h, uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+}
+
+/* Over a normalised type: the unused sizes and strides are zero. */
 static size_t type_slot(const tj_type *t, size_t cap) {
-    const unsigned char *b = (const unsigned char *)t;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < sizeof *t; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return (size_t)(h ^ (h >> 29)) & (cap - 1);
+    uint64_t h = mix(mix(0, (uint64_t)t->kind << 32 | (uint32_t)t->elem), (uint64_t)t->dtype << 32 | (uint32_t)t->ndim);
+    int rank = t->ndim < 0 ? 0 : t->ndim > TJ_MAX_DIMS ? TJ_MAX_DIMS : t->ndim;
+    for (int d = 0; d < rank; d++) h = mix(mix(h, (uint64_t)t->sizes[d]), (uint64_t)t->strides[d]);
+    h = mix(mix(h, (uint64_t)t->device_type << 32 | (uint32_t)t->device_index), (uint64_t)t->requires_grad);
+    h *= 0xff51afd7ed558ccdull;
+    return (size_t)(h ^ (h >> 32)) & (cap - 1);
 }
 
 static bool grow_types(tj_graph *g) {
@@ -70,6 +78,7 @@ static bool grow_types(tj_graph *g) {
 }
 
 const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t) {
+    if (t == g->last_type) return t; /* a value's type given to the next one (clone, fuse) */
     tj_type n = normalised(t);
     if ((g->types_n + 1) * 2 > g->types_cap && !grow_types(g)) {
         tjc_error(TJ_ERR_MEMORY, "graph: out of memory");
@@ -77,20 +86,24 @@ const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t) {
     }
     size_t s = type_slot(&n, g->types_cap);
     for (; g->types[s]; s = (s + 1) & (g->types_cap - 1))
-        if (!memcmp(g->types[s], &n, sizeof n)) return g->types[s];
+        if (!memcmp(g->types[s], &n, sizeof n)) return g->last_type = g->types[s];
     tj_type *copy = tjir_alloc(&g->arena, sizeof *copy);
     if (!copy) return NULL;
     *copy = n;
     g->types[s] = copy;
     g->types_n++;
-    return copy;
+    return g->last_type = copy;
 }
 
 tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
     tj_value *v = tjir_alloc(&g->arena, sizeof *v);
     if (!v) return NULL;
-    tj_type any = tj_type_tensor();
-    v->type = tjir_intern_type(g, type ? type : &any);
+    if (type) {
+        v->type = tjir_intern_type(g, type);
+    } else {
+        tj_type any = tj_type_tensor();
+        v->type = tjir_intern_type(g, &any);
+    }
     if (!v->type) return NULL;
     v->node = n;
     v->id = g->next_value_id++;

@@ -107,6 +107,7 @@ struct tj_graph {
      * value holds a pointer, not 160 bytes of sizes and strides */
     const tj_type **types;
     size_t types_cap, types_n;
+    const tj_type *last_type; /* the one interned last */
 };
 
 /* g's copy of t (its entries past ndim ignored); NULL when out of memory. */
