@@ -213,6 +213,8 @@ tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_
 static inline const tj_attr *tjc_attr(const tjc_call *c, int i) { return &c->attr[i]; }
 /* Name of the tensor argument at input position i (for messages). */
 const char *tjc_input_name(const tj_op_info *op, int i);
+/* Whether op draws random numbers: a random kind, or a Generator argument. */
+bool tjc_op_is_random(const tj_op_info *op);
 
 /* Runs op as if called from inside another op: not traced and its outputs
  * not tracked by scopes (the interpreter replays graphs with it). */

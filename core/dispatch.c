@@ -142,6 +142,14 @@ const char *tjc_input_name(const tj_op_info *op, int i) {
     return i < s->n_tensor_args ? s->args[s->tensor_pos[i]].name : "?";
 }
 
+bool tjc_op_is_random(const tj_op_info *op) {
+    const tj_schema *s = tj_op_schema(op);
+    if (tj_op_kind_of(op) == TJ_KIND_RANDOM) return true;
+    for (int i = 0; i < s->n_args; i++)
+        if (s->args[i].type == TJ_ARG_GENERATOR) return true;
+    return false;
+}
+
 tj_status tjc_view_kernel(const tjc_call *c) {
     (void)c; /* the dispatcher made the views from the shape rule's result */
     return TJ_OK;

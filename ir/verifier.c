@@ -287,10 +287,7 @@ static tj_status verify_graph(const tj_graph *g, const char *where);
 static const char *effect_of(const tj_op_info *op) {
     const tj_schema *s = tj_op_schema(op);
     if (s->mutates_self || s->mutates_inputs) return "writes its input in place";
-    if (tj_op_kind_of(op) == TJ_KIND_RANDOM) return "draws random numbers";
-    for (int i = 0; i < s->n_args; i++)
-        if (s->args[i].type == TJ_ARG_GENERATOR) return "draws random numbers";
-    return NULL;
+    return tjc_op_is_random(op) ? "draws random numbers" : NULL;
 }
 
 static tj_status check_fusion(verifier *v, const tj_node *n) {

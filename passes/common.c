@@ -2,12 +2,10 @@
  * effects and commutativity read from the op table, layout facts, structural
  * hashing and equality of attributes and tensor constants, and removal of
  * dead nodes. */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/ptrmap.h"
 #include "passes/passes_internal.h"
 
 /* ---- effects ------------------------------------------------------------------------ */
@@ -39,12 +37,7 @@ bool tjp_mutates(const tj_node *n) {
 
 bool tjp_is_random(const tj_node *n) {
     const tj_op_info *op = tj_node_op(n);
-    if (!op) return false;
-    if (tj_op_kind_of(op) == TJ_KIND_RANDOM) return true;
-    const tj_schema *s = tj_op_schema(op);
-    for (int i = 0; i < s->n_args; i++)
-        if (s->args[i].type == TJ_ARG_GENERATOR) return true;
-    return false;
+    return op && tjc_op_is_random(op);
 }
 
 bool tjp_has_effect(const tj_node *n) { return tjp_mutates(n) || tjp_is_random(n); }
@@ -279,32 +272,28 @@ static uint64_t hash_type(uint64_t h, const tj_type *t) {
 
 /* A subgraph's structure (ops, attributes, wiring by position, types), equal
  * for subgraphs whose canonical text is equal, computed without printing
- * it: canonicalize and CSE hash every fusion group. */
+ * it: canonicalize and CSE hash every fusion group. Each value's hash goes
+ * in its scratch word (the subgraph's values are no pass's but this one's
+ * while it runs). */
 static uint64_t hash_graph(uint64_t h, tj_graph *sub) {
     tj_block *b = tj_graph_block(sub);
-    tjc_ptrmap of; /* value -> its hash, made odd so that none is NULL */
-    tjc_ptrmap_init(&of);
-    bool ok = true;
     h = tjp_hash_u64(h, (uint64_t)tj_block_num_inputs(b));
-    for (int i = 0; i < tj_block_num_inputs(b) && ok; i++) {
-        const tj_value *v = tj_block_input(b, i);
-        ok = tjc_ptrmap_put(&of, v, (void *)(uintptr_t)(hash_type(tjp_hash_u64(7, (uint64_t)i), tj_value_type(v)) | 1));
+    for (int i = 0; i < tj_block_num_inputs(b); i++) {
+        tj_value *v = tj_block_input(b, i);
+        tj_value_set_scratch(v, (int64_t)hash_type(tjp_hash_u64(7, (uint64_t)i), tj_value_type(v)));
     }
-    for (tj_node *n = tj_block_first(b); n && ok; n = tj_node_next(n)) {
+    for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) {
         uint64_t nh = tjp_hash_u64(tjp_hash_str(0, tj_node_name(n)), (uint64_t)tj_node_num_inputs(n));
         for (int i = 0; i < tj_node_num_inputs(n); i++)
-            nh = tjp_hash_u64(nh, (uint64_t)(uintptr_t)tjc_ptrmap_get(&of, tj_node_input(n, i)));
+            nh = tjp_hash_u64(nh, (uint64_t)tj_value_scratch(tj_node_input(n, i)));
         nh = tjp_hash_attrs(nh, n);
-        for (int i = 0; i < tj_node_num_outputs(n) && ok; i++) {
-            const tj_value *v = tj_node_output(n, i);
-            uint64_t vh = hash_type(tjp_hash_u64(nh, (uint64_t)i), tj_value_type(v));
-            ok = tjc_ptrmap_put(&of, v, (void *)(uintptr_t)(vh | 1));
+        for (int i = 0; i < tj_node_num_outputs(n); i++) {
+            tj_value *v = tj_node_output(n, i);
+            tj_value_set_scratch(v, (int64_t)hash_type(tjp_hash_u64(nh, (uint64_t)i), tj_value_type(v)));
         }
     }
-    /* out of memory: every subgraph hashes alike, which only costs CSE more comparisons */
-    for (int i = 0; i < tj_block_num_outputs(b) && ok; i++)
-        h = tjp_hash_u64(h, (uint64_t)(uintptr_t)tjc_ptrmap_get(&of, tj_block_output(b, i)));
-    tjc_ptrmap_free(&of);
+    for (int i = 0; i < tj_block_num_outputs(b); i++)
+        h = tjp_hash_u64(h, (uint64_t)tj_value_scratch(tj_block_output(b, i)));
     return h;
 }
 
