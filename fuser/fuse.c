@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/ptrmap.h"
 #include "fuse_rules.h"
 #include "tjit/passes.h"
@@ -613,23 +614,54 @@ tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b) { return chec
 /* Groups that feed one consumer become one group (the LSTM cell's backward:
  * the gates' gradients made by two groups for one aten::cat): one kernel
  * reads their shared inputs once. */
+static int by_position(const void *a, const void *b) {
+    const tj_node *x = *(tj_node *const *)a, *y = *(tj_node *const *)b;
+    if (x == y) return 0;
+    return tj_node_is_before(x, y) ? -1 : 1;
+}
+
+/* Merges the groups that feed consumer n, taken in block order: each joins
+ * the newest open group it may merge with, else opens one. Sorting and a
+ * few open groups keep a consumer of k inputs (a cat of thousands) at
+ * k log k checks, where trying every pair of inputs again after each merge
+ * cost k^3. */
+static tj_status merge_siblings_of(tj_graph *g, tj_node *n, group_memo *memo, bool *changed) {
+    enum { OPEN_MAX = 8 };
+    int k = tj_node_num_inputs(n), m = 0;
+    tj_node *local[16], **cand = k <= 16 ? local : tjc_malloc(sizeof *cand * (size_t)k);
+    if (!cand) return tjc_error(TJ_ERR_MEMORY, "fuse: out of memory");
+    for (int i = 0; i < k; i++) {
+        tj_node *p = tj_value_node(tj_node_input(n, i));
+        if (is_group(p)) cand[m++] = p;
+    }
+    qsort(cand, (size_t)m, sizeof *cand, by_position);
+    tj_node *open[OPEN_MAX];
+    int n_open = 0;
+    tj_status st = TJ_OK;
+    for (int i = 0; i < m && st == TJ_OK; i++) {
+        tj_node *b = cand[i];
+        if (i > 0 && b == cand[i - 1]) continue; /* read twice */
+        bool joined = false;
+        for (int o = n_open - 1; o >= 0 && !joined && st == TJ_OK; o--) {
+            if (check_siblings(open[o], b, memo).reason != TJF_FUSIBLE) continue;
+            tj_node *grp = merge(g, open[o], b, &st);
+            if (!grp) continue;
+            *changed = joined = true;
+            for (int q = o; q + 1 < n_open; q++) open[q] = open[q + 1]; /* the newest now */
+            open[n_open - 1] = grp;
+        }
+        if (joined) continue;
+        if (n_open == OPEN_MAX) memmove(open, open + 1, sizeof *open * --n_open);
+        open[n_open++] = b;
+    }
+    if (cand != local) tjc_free(cand);
+    return st;
+}
+
 static tj_status merge_siblings(tj_graph *g, group_memo *memo, bool *changed) {
     tj_status st = TJ_OK;
-    for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n)) {
-        for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
-            tj_node *a = tj_value_node(tj_node_input(n, i));
-            for (int j = 0; j < tj_node_num_inputs(n) && st == TJ_OK; j++) {
-                tj_node *b = tj_value_node(tj_node_input(n, j));
-                if (check_siblings(a, b, memo).reason != TJF_FUSIBLE) continue;
-                tj_node *grp = merge(g, a, b, &st);
-                if (grp) {
-                    *changed = true;
-                    i = -1; /* the consumer's inputs changed: scan them again */
-                    break;
-                }
-            }
-        }
-    }
+    for (tj_node *n = tj_block_last(tj_graph_block(g)); n && st == TJ_OK; n = tj_node_prev(n))
+        if (tj_node_num_inputs(n) > 1) st = merge_siblings_of(g, n, memo, changed);
     return st;
 }
 

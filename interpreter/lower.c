@@ -90,14 +90,16 @@ static tj_status lower_node(lowering *L, tj_node *n, int index, const tjf_backen
         if (!tjc_ptrmap_put(&L->reg_of, v, (void *)(intptr_t)(I->out[i] + 1)))
             return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
     }
-    /* inputs whose last use this is (once each), then outputs nobody reads */
+    /* inputs whose last use this is (once each: the entry is cleared when
+     * taken, so an input read twice is not released twice), then outputs
+     * nobody reads */
     for (int i = 0; i < I->n_in; i++) {
         tj_value *v = tj_node_input(n, i);
-        bool repeated = false;
-        for (int j = 0; j < i; j++) repeated |= tj_node_input(n, j) == v;
-        if (repeated || tjc_ptrmap_has(&L->kept, v)) continue;
-        if ((int)(intptr_t)tjc_ptrmap_get(&L->last_use, v) - 1 == index)
-            I->dead[I->n_dead++] = I->in[i];
+        if (tjc_ptrmap_has(&L->kept, v)) continue;
+        if ((int)(intptr_t)tjc_ptrmap_get(&L->last_use, v) - 1 != index) continue;
+        if (!tjc_ptrmap_put(&L->last_use, v, NULL))
+            return tjc_error(TJ_ERR_MEMORY, "out of memory lowering");
+        I->dead[I->n_dead++] = I->in[i];
     }
     for (int i = 0; i < I->n_out; i++)
         if (tj_value_num_uses(tj_node_output(n, i)) == 0) I->dead[I->n_dead++] = I->out[i];

@@ -20,10 +20,12 @@
  *
  * The first broken invariant is reported as TJ_ERR_INTERNAL with a message
  * that names the graph, the node and the invariant. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "ir_internal.h"
 
 typedef struct verifier {
@@ -88,6 +90,42 @@ static tj_status check_list(verifier *v) {
     return TJ_OK;
 }
 
+static int use_order(const void *a, const void *b) {
+    const tj_use *x = a, *y = b;
+    if (x->user != y->user) return (uintptr_t)x->user < (uintptr_t)y->user ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Sets *twice to a use that x's use list holds twice, else NULL. Short lists
+ * are compared pair by pair, long ones sorted: n log n for a value read by n
+ * nodes. */
+static tj_status repeated_use(const tj_value *x, const tj_use **twice) {
+    enum { PAIRWISE_MAX = 16 };
+    *twice = NULL;
+    if (x->n_uses <= PAIRWISE_MAX) {
+        for (int a = 0; a < x->n_uses; a++)
+            for (int c = a + 1; c < x->n_uses; c++)
+                if (x->uses[a].user == x->uses[c].user && x->uses[a].index == x->uses[c].index) {
+                    *twice = &x->uses[a];
+                    return TJ_OK;
+                }
+        return TJ_OK;
+    }
+    tj_use *sorted = tjc_malloc(sizeof *sorted * (size_t)x->n_uses);
+    if (!sorted) return TJ_ERR_MEMORY;
+    memcpy(sorted, x->uses, sizeof *sorted * (size_t)x->n_uses);
+    qsort(sorted, (size_t)x->n_uses, sizeof *sorted, use_order);
+    for (int a = 1; a < x->n_uses && !*twice; a++)
+        if (!use_order(&sorted[a - 1], &sorted[a]))
+            for (int u = 0; u < x->n_uses; u++) /* point into x's own list, not the copy */
+                if (!use_order(&x->uses[u], &sorted[a])) {
+                    *twice = &x->uses[u];
+                    break;
+                }
+    tjc_free(sorted);
+    return TJ_OK;
+}
+
 /* A value n defines: owned, typed, named uniquely; its uses are real inputs. */
 static tj_status check_definition(verifier *v, const tj_node *n, int i) {
     const tj_value *x = n->outputs[i];
@@ -118,6 +156,11 @@ static tj_status check_definition(verifier *v, const tj_node *n, int i) {
             return fail(v, n, "the use list of %s holds a use that is not an input",
                         vname(x, buf, sizeof buf));
     }
+    const tj_use *twice = NULL;
+    if (repeated_use(x, &twice) != TJ_OK) return oom();
+    if (twice)
+        return fail(v, n, "the use list of %s holds input %d of node #%d twice",
+                    vname(x, buf, sizeof buf), twice->index, twice->user->id);
     v->n_uses += x->n_uses;
     if (!tjir_map_put(&v->defined, x, (void *)1)) return oom();
     return TJ_OK;
@@ -127,6 +170,26 @@ static bool has_use(const tj_value *x, const tj_node *user, int index) {
     for (int u = 0; u < x->n_uses; u++)
         if (x->uses[u].user == user && x->uses[u].index == index) return true;
     return false;
+}
+
+/* The use lists count as many uses as the nodes have inputs, every use is an
+ * input holding its value (check_definition), and no list repeats a use: so
+ * each input has its use, without searching a use list per input (which made
+ * a value read by n nodes cost n^2). When the counts differ, this finds the
+ * input whose use is missing, to name it. */
+static tj_status missing_use(verifier *v) {
+    const tj_block *b = &v->g->block;
+    char buf[80];
+    for (const tj_node *n = b->first;; n = n->next) {
+        const tj_node *m = n ? n : b->ret;
+        for (int i = 0; i < m->n_inputs; i++)
+            if (!has_use(m->inputs[i], m, i))
+                return fail(v, m, "the use list of %s lacks this node's input %d",
+                            vname(m->inputs[i], buf, sizeof buf), i);
+        if (!n) break;
+    }
+    return fail(v, NULL, "use lists hold %ld uses for %ld inputs (a stale or repeated use)",
+                v->n_uses, v->n_inputs);
 }
 
 static tj_status check_inputs(verifier *v, const tj_node *n) {
@@ -144,9 +207,6 @@ static tj_status check_inputs(verifier *v, const tj_node *n) {
             return fail(v, n, "input %d (%s) is not defined in the graph (its node was removed "
                         "or never inserted)", i, vname(x, buf, sizeof buf));
         }
-        if (!has_use(x, n, i))
-            return fail(v, n, "the use list of %s lacks this node's input %d",
-                        vname(x, buf, sizeof buf), i);
     }
     v->n_inputs += n->n_inputs;
     return TJ_OK;
@@ -385,9 +445,7 @@ static tj_status run(verifier *v) {
         for (int i = 0; !st && i < n->n_outputs; i++) st = check_definition(v, n, i);
     }
     if (!st) st = check_inputs(v, b->ret);
-    if (!st && v->n_uses != v->n_inputs)
-        st = fail(v, NULL, "use lists hold %ld uses for %ld inputs (a stale or repeated use)",
-                  v->n_uses, v->n_inputs);
+    if (!st && v->n_uses != v->n_inputs) st = missing_use(v);
     return st;
 }
 

@@ -119,6 +119,10 @@ int tjp_alias_class(tjp_alias *a, const tj_value *v) {
     return k < 0 ? -1 : find(a, k);
 }
 
+void tjp_alias_replaced(tjp_alias *a, const tj_value *r, const tj_value *x) {
+    join_values(a, x, r);
+}
+
 unsigned tjp_alias_flags(tjp_alias *a, const tj_value *v) {
     int k = tjp_alias_class(a, v);
     return k < 0 ? TJP_ALIAS_MUTATED | TJP_ALIAS_OUTPUT | TJP_ALIAS_EXTERNAL : a->flags[k];

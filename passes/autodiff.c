@@ -15,6 +15,7 @@
  * gradient per output; outputs: the gradients asked for), which is an
  * ordinary graph: differentiating it again gives second derivatives.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,50 @@ typedef struct diff {
 static bool float_tensor(const tj_value *v) {
     const tj_type *t = tj_value_type(v);
     return t->kind == TJ_TYPE_TENSOR && (t->dtype == TJ_F32 || t->dtype == TJ_F64);
+}
+
+static bool incomplete(const tj_type *t) {
+    if (t->kind != TJ_TYPE_TENSOR) return false;
+    if (t->dtype == TJ_UNKNOWN || t->ndim == TJ_UNKNOWN) return true;
+    for (int k = 0; k < t->ndim; k++)
+        if (t->sizes[k] == TJ_UNKNOWN_DIM) return true;
+    return false;
+}
+
+/* A graph read from text may leave values untyped; a gradient needs their
+ * dtype (whether one flows) and sizes (its rule's shapes). So the outputs of
+ * an op on the gradient's path get their types from its inputs' by the op's
+ * shape rule; where that cannot be, the error names the value instead of
+ * the gradient quietly stopping there. */
+static tj_status complete_types(tj_node *n) {
+    int n_in = tj_node_num_inputs(n), n_out = tj_node_num_outputs(n);
+    bool need = false;
+    for (int o = 0; o < n_out; o++) need |= incomplete(tj_value_type(tj_node_output(n, o)));
+    if (!need) return TJ_OK;
+    const tj_op_info *op = tj_node_op(n);
+    const tj_type **in = tjc_calloc((size_t)(n_in ? n_in : 1), sizeof *in);
+    tj_type *out = tjc_calloc((size_t)n_out, sizeof *out);
+    tj_status st = in && out ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
+    for (int i = 0; !st && i < n_in; i++) {
+        const tj_type *t = tj_value_type(tj_node_input(n, i));
+        in[i] = t->kind == TJ_TYPE_NONE ? NULL : t;
+    }
+    int made = 0;
+    if (!st && (st = tjg_infer_types(op, in, n_in, tj_node_attrs(n), out, n_out, &made)) == TJ_OK &&
+        made != n_out)
+        st = tjc_error(TJ_ERR_INTERNAL, "autodiff: %s typed %d outputs, expected %d", op->name, made,
+                       n_out);
+    for (int o = 0; !st && o < n_out; o++) st = tj_value_set_type(tj_node_output(n, o), &out[o]);
+    if (st && st != TJ_ERR_MEMORY) {
+        char cause[512];
+        snprintf(cause, sizeof cause, "%s", tj_last_error());
+        st = tjc_error(TJ_ERR_ARG, "autodiff: the outputs of %s (node %%%d) have no known type and "
+                       "their inputs' types do not give one (%s); type them in the graph",
+                       op->name, tj_node_id(n), cause);
+    }
+    tjc_free(in);
+    tjc_free(out);
+    return st;
 }
 
 /* The bwd value standing for fwd value v, saving v on first use. */
@@ -116,6 +161,8 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into a "
                              "value that needs a gradient; use its out-of-place form",
                              op->name, tj_node_id(n));
+        tj_status st = complete_types(n);
+        if (st) return st;
         for (int o = 0; o < tj_node_num_outputs(n); o++)
             if (float_tensor(tj_node_output(n, o)) &&
                 !tjc_ptrmap_put(&d->needs, tj_node_output(n, o), (void *)1))
@@ -124,18 +171,49 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
     return TJ_OK;
 }
 
+/* The rule's argument arrays: on the stack for up to SMALL operands, else
+ * on the heap (a cat or chunk of hundreds of tensors, an unrolled sequence). */
+enum { SMALL = 16 };
+
+typedef struct rule_args {
+    tjg_val grad_out_s[SMALL], grad_in_s[SMALL];
+    bool want_s[SMALL];
+    tjg_val *grad_out, *grad_in;
+    bool *want;
+} rule_args;
+
+static bool rule_args_init(rule_args *a, int n_in, int n_out) {
+    bool big_in = n_in > SMALL, big_out = n_out > SMALL;
+    a->grad_in = big_in ? tjc_calloc((size_t)n_in, sizeof *a->grad_in) : a->grad_in_s;
+    a->want = big_in ? tjc_calloc((size_t)n_in, sizeof *a->want) : a->want_s;
+    a->grad_out = big_out ? tjc_calloc((size_t)n_out, sizeof *a->grad_out) : a->grad_out_s;
+    return a->grad_in && a->want && a->grad_out;
+}
+
+static void rule_args_free(rule_args *a) {
+    if (a->grad_in != a->grad_in_s) tjc_free(a->grad_in);
+    if (a->want != a->want_s) tjc_free(a->want);
+    if (a->grad_out != a->grad_out_s) tjc_free(a->grad_out);
+}
+
 static tj_status run_rule(diff *d, tj_node *n) {
     const tj_op_info *op = tj_node_op(n);
     const tjg_rule_entry *e = tjg_rule_for(op);
     int n_in = tj_node_num_inputs(n), n_out = tj_node_num_outputs(n);
-    tjg_val grad_out[64], grad_in[64];
-    bool want[64];
-    if (n_in > 64 || n_out > 64)
-        return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s has too many operands", op->name);
+    rule_args a;
+    if (!rule_args_init(&a, n_in, n_out)) {
+        rule_args_free(&a);
+        return tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
+    }
+    tjg_val *grad_out = a.grad_out, *grad_in = a.grad_in;
+    bool *want = a.want;
     bool any_out = false, any_in = false;
     for (int o = 0; o < n_out; o++) any_out |= (grad_out[o] = tjc_ptrmap_get(&d->grad, tj_node_output(n, o))) != NULL;
     for (int i = 0; i < n_in; i++) any_in |= (want[i] = needs(d, tj_node_input(n, i)));
-    if (!any_out || !any_in || !e || !e->rule) return TJ_OK;
+    if (!any_out || !any_in || !e || !e->rule) {
+        rule_args_free(&a);
+        return TJ_OK;
+    }
     d->node = n;
     tjg_ctx c = {.e = &d->emit.base, .op = op, .attrs = tj_node_attrs(n), .n_in = n_in,
                  .n_out = n_out, .grad_out = grad_out, .needs = want, .grad_in = grad_in,
@@ -147,6 +225,7 @@ static tj_status run_rule(diff *d, tj_node *n) {
     for (int i = 0; !st && i < n_in; i++)
         if (want[i] && grad_in[i]) st = accumulate(d, &c, tj_node_input(n, i), grad_in[i]);
     if (st && !tj_last_status()) tjc_error(st, "autodiff: the rule of %s failed", op->name);
+    rule_args_free(&a);
     return st;
 }
 

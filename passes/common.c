@@ -80,8 +80,11 @@ bool tjp_type_contiguous(const tj_type *t) {
 }
 
 bool tjp_surely_contiguous(const tj_value *v) {
-    /* follows input 0 through views that keep a contiguous tensor contiguous */
-    for (int depth = 0; v && depth < 4096; depth++) {
+    /* follows input 0 through views that keep a contiguous tensor contiguous;
+     * a chain longer than the bound answers "not sure", which is safe, and
+     * keeps a graph of n views from costing n times the bound */
+    enum { MAX_VIEWS_FOLLOWED = 32 };
+    for (int depth = 0; v && depth < MAX_VIEWS_FOLLOWED; depth++) {
         tj_node *n = tj_value_node(v);
         tj_node_kind k = tj_node_kind_of(n);
         if (k == TJ_NODE_CONSTANT) {

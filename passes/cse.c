@@ -105,22 +105,30 @@ static bool candidate(tjp_alias *al, const tj_node *n) {
     return true;
 }
 
-/* Makes n's uses use m instead and removes n; a name of n's moves to m's
- * unnamed output. */
+/* Makes n's uses use m instead; a name of n's moves to m's unnamed output.
+ * n, dead now, is left for the caller to remove. */
 static tj_status merge(tj_node *n, tj_node *m) {
-    int no = tj_node_num_outputs(n);
-    char *names[8] = {0};
-    for (int i = 0; i < no; i++) {
+    for (int i = 0; i < tj_node_num_outputs(n); i++) {
         tj_value *from = tj_node_output(n, i), *to = tj_node_output(m, i);
         tj_status st = tj_value_replace_uses(from, to);
         if (st) return st;
-        if (i < 8 && tj_value_name(from) && !tj_value_name(to)) names[i] = tjc_strdup(tj_value_name(from));
+        const char *name = tj_value_name(from);
+        if (!name || tj_value_name(to)) continue;
+        char *moved = tjc_strdup(name);
+        if (!moved) return tjc_error(TJ_ERR_MEMORY, "cse: out of memory");
+        if (!(st = tj_value_set_name(from, NULL))) st = tj_value_set_name(to, moved);
+        tjc_free(moved);
+        if (st) return st;
     }
-    tj_status st = tj_node_destroy(n);
-    for (int i = 0; i < no && i < 8; i++) {
-        if (!st && names[i]) st = tj_value_set_name(tj_node_output(m, i), names[i]);
-        tjc_free(names[i]);
-    }
+    return TJ_OK;
+}
+
+/* Removes the merged nodes, the latest first: a use list drops its latest
+ * use at once, where removing n duplicates of one value's readers in block
+ * order would search its use list n times. */
+static tj_status remove_merged(tj_node **dead, int n) {
+    tj_status st = TJ_OK;
+    for (int i = n - 1; i >= 0 && !st; i--) st = tj_node_destroy(dead[i]);
     return st;
 }
 
@@ -131,6 +139,8 @@ tj_status tj_pass_cse(tj_graph *g) {
     tjp_alias al;
     if ((st = tjp_alias_build(&al, g))) return st;
     table t = {0};
+    tj_node **dead = NULL;
+    int n_dead = 0, cap_dead = 0;
     for (tj_node *n = tj_block_first(tj_graph_block(g)), *next; n && !st; n = next) {
         next = tj_node_next(n);
         if (tjp_mutates(n)) {
@@ -140,9 +150,17 @@ tj_status tj_pass_cse(tj_graph *g) {
         if (!candidate(&al, n)) continue;
         bool oom = false;
         tj_node *m = table_find_or_add(&t, n, &oom);
+        if (!oom && m && n_dead == cap_dead) {
+            cap_dead = cap_dead ? 2 * cap_dead : 64;
+            tj_node **grown = tjc_realloc(dead, sizeof *dead * (size_t)cap_dead);
+            if (grown) dead = grown;
+            else oom = true;
+        }
         if (oom) st = tjc_error(TJ_ERR_MEMORY, "cse: out of memory");
-        else if (m) st = merge(n, m);
+        else if (m && !(st = merge(n, m))) dead[n_dead++] = n;
     }
+    if (!st) st = remove_merged(dead, n_dead);
+    tjc_free(dead);
     tjc_free(t.slots);
     tjp_alias_free(&al);
     return st;

@@ -64,6 +64,10 @@ void tjp_alias_free(tjp_alias *a);
 int tjp_alias_class(tjp_alias *a, const tj_value *v);
 /* The flags of v's class; unknown values answer every flag, to stay safe. */
 unsigned tjp_alias_flags(tjp_alias *a, const tj_value *v);
+/* Records that x takes r's place (r's uses now read x): their classes become
+ * one, so x's flags gain r's. Keeps the analysis safe across a rewrite without
+ * building it again; a value it does not know stays unknown (every flag). */
+void tjp_alias_replaced(tjp_alias *a, const tj_value *r, const tj_value *x);
 
 /* ---- layout ----------------------------------------------------------------------- */
 

@@ -24,7 +24,7 @@
 
 typedef struct ctx {
     tj_graph *g;
-    tjp_alias al; /* rebuilt after every rewrite */
+    tjp_alias al; /* built once per walk, kept up to date by redirect */
 } ctx;
 
 /* ---- guards ---------------------------------------------------------------------------- */
@@ -59,21 +59,24 @@ static bool can_bypass(tj_value *r, tj_value *x) {
     return true;
 }
 
-/* Makes r's uses use x and removes what that leaves dead. */
-static bool redirect(tj_value *r, tj_value *x) {
+/* Makes r's uses use x and removes what that leaves dead. The other rules
+ * only re-point a view at its base's base, which aliases it already, so this
+ * is the one rewrite that changes what may share memory. */
+static bool redirect(ctx *c, tj_value *r, tj_value *x) {
     if (tj_value_replace_uses(r, x) != TJ_OK) return false;
+    tjp_alias_replaced(&c->al, r, x);
     tjp_remove_if_dead(tj_value_node(r));
     return true;
 }
 
 static bool forward(ctx *c, tj_node *n, tj_value *x) {
     tj_value *r = tj_node_output(n, 0);
-    return can_forward(c, r, x) && redirect(r, x);
+    return can_forward(c, r, x) && redirect(c, r, x);
 }
 
-static bool bypass(tj_node *n, tj_value *x) {
+static bool bypass(ctx *c, tj_node *n, tj_value *x) {
     tj_value *r = tj_node_output(n, 0);
-    return can_bypass(r, x) && redirect(r, x);
+    return can_bypass(r, x) && redirect(c, r, x);
 }
 
 /* ---- operand facts ------------------------------------------------------------------------ */
@@ -210,14 +213,14 @@ static bool permutations(ctx *c, tj_node *n) {
     int outer[TJ_MAX_DIMS], inner[TJ_MAX_DIMS], nd, nd_in;
     if (!perm_of(n, outer, &nd)) return false;
     tj_value *x = tj_node_input(n, 0);
-    if (identity(outer, nd)) return bypass(n, x);
+    if (identity(outer, nd)) return bypass(c, n, x);
     tj_node *d = tj_value_node(x);
     if (tj_node_kind_of(d) != TJ_NODE_OP || !perm_of(d, inner, &nd_in) || nd_in != nd) return false;
     int64_t composed[TJ_MAX_DIMS];
     int comp[TJ_MAX_DIMS];
     for (int i = 0; i < nd; i++) composed[i] = comp[i] = inner[outer[i]];
     tj_value *src = tj_node_input(d, 0);
-    if (identity(comp, nd)) return bypass(n, src);
+    if (identity(comp, nd)) return bypass(c, n, src);
     if (!tjp_is_op(n, TJ_OP_permute)) return false; /* t and transpose cannot say every permutation */
     tj_attr dims = {.ints = {composed, nd}};
     if (tj_node_set_attr(n, "dims", TJ_ATTR_INTS, &dims) != TJ_OK ||
@@ -252,13 +255,13 @@ static bool expand_same(ctx *c, tj_node *n) {
     /* same sizes: no dim was stretched, so the strides are x's too */
     const tj_attr *size = tj_node_attr(n, 0);
     if (tj_node_attr_kind(n, 0) != TJ_ATTR_INTS || size->ints.n != xt->ndim) return false;
-    return tjp_same_shape_type(rt, xt) && bypass(n, x);
+    return tjp_same_shape_type(rt, xt) && bypass(c, n, x);
 }
 
 static bool contiguous_noop(ctx *c, tj_node *n) {
     (void)c;
     return tjp_is_op(n, TJ_OP_contiguous) && tjp_surely_contiguous(tj_node_input(n, 0)) &&
-           bypass(n, tj_node_input(n, 0));
+           bypass(c, n, tj_node_input(n, 0));
 }
 
 /* ---- the rules ---------------------------------------------------------------------------------- */
@@ -282,19 +285,20 @@ static const rule rules[] = {
 };
 enum { N_RULES = sizeof rules / sizeof rules[0] };
 
-/* One walk over the block; returns whether a rule fired. */
+/* One walk over the block; returns whether a rule fired. The alias analysis
+ * is built once per walk (rebuilding it after each rewrite made a graph of n
+ * rewrites cost n^2) and follows the rewrites through redirect. */
 static tj_status walk(ctx *c, bool *changed) {
     *changed = false;
+    tjp_alias_free(&c->al);
+    tj_status st = tjp_alias_build(&c->al, c->g);
+    if (st) return st;
     for (tj_node *n = tj_block_first(tj_graph_block(c->g)), *next; n; n = next) {
         next = tj_node_next(n);
         if (tj_node_kind_of(n) != TJ_NODE_OP || tj_node_num_outputs(n) != 1) continue;
         for (int r = 0; r < N_RULES; r++) {
             if (!rules[r].apply(c, n)) continue;
             *changed = true;
-            /* the rewrite changed what aliases what: analyse again */
-            tjp_alias_free(&c->al);
-            tj_status st = tjp_alias_build(&c->al, c->g);
-            if (st) return st;
             break;
         }
     }
@@ -304,7 +308,7 @@ static tj_status walk(ctx *c, bool *changed) {
 tj_status tj_pass_peephole(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "peephole: the graph is NULL");
     ctx c = {.g = g};
-    tj_status st = tjp_alias_build(&c.al, g);
+    tj_status st = TJ_OK;
     /* every rewrite removes a node or shortens a chain, so this ends; the
      * bound only guards against a rule that would undo another */
     bool changed = true;

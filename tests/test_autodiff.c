@@ -3,7 +3,7 @@
  * saved values that backward reads and nothing else, accumulation and the
  * errors of tj_backward and tj_program_grad, input gradients, and a
  * Hessian-vector product (a gradient of a gradient) against finite
- * differences. */
+ * differences; untyped values of a parsed graph on the gradient's path. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -239,6 +239,61 @@ static void input_gradients(void **state) {
     setup_free(&s);
 }
 
+/* A graph read from text may leave values untyped: autodiff types the
+ * values on the gradient's path from their inputs (a chunk's pieces here),
+ * so the gradient matches the typed graph's instead of stopping at them; a
+ * value whose type its inputs cannot give is named in an error. */
+static void untyped_values_on_the_gradient_path(void **state) {
+    (void)state;
+    const char *typed = "graph(%x : Double(4, 3, strides=[3, 1], device=cpu)):\n"
+                        "  %y : Double(4, 3, strides=[3, 1], device=cpu) = aten::tanh(%x)\n"
+                        "  %a : Double(2, 3, strides=[3, 1], device=cpu), "
+                        "%b : Double(2, 3, strides=[3, 1], device=cpu) = aten::chunk[chunks=2, dim=0](%y)\n"
+                        "  %m : Double(2, 3, strides=[3, 1], device=cpu) = aten::mul(%a, %b)\n"
+                        "  return (%m)\n";
+    const char *untyped = "graph(%x : Double(4, 3, strides=[3, 1], device=cpu)):\n"
+                          "  %y = aten::tanh(%x)\n"
+                          "  %a, %b = aten::chunk[chunks=2, dim=0](%y)\n"
+                          "  %m = aten::mul(%a, %b)\n"
+                          "  return (%m)\n";
+    tj_generator *gen = tj_generator_new(5);
+    int64_t sizes[2] = {4, 3};
+    tj_tensor *x = tj_randn(sizes, 2, TJ_F64, gen);
+    tj_tensor *grads[2] = {NULL, NULL}, *outs[2] = {NULL, NULL};
+    bool want = true;
+    for (int k = 0; k < 2; k++) {
+        tj_graph *g = tj_graph_parse(k ? untyped : typed, NULL);
+        if (!g) fail_msg("parse: %s", tj_last_error());
+        tj_compile_options o = {.requires_grad = &want};
+        tj_program *p = tj_compile(g, &o);
+        if (!p) fail_msg("compile: %s", tj_last_error());
+        assert_int_equal(tj_run(p, &x, &outs[k]), TJ_OK);
+        assert_int_equal(tj_backward(p, NULL, &grads[k]), TJ_OK);
+        tj_program_free(p);
+        tj_graph_free(g);
+    }
+    assert_close(outs[1], outs[0], 1e-12, "output");
+    assert_close(grads[1], grads[0], 1e-12, "gradient");
+    double sum = 0;
+    for (int i = 0; i < 12; i++) sum += fabs(((const double *)tj_data(grads[0]))[i]);
+    assert_true(sum > 0.1); /* a gradient flows: the comparison is not of zeros */
+    /* an op whose input has no known type cannot give its output one */
+    tj_graph *g = tj_graph_parse("graph(%x : Double(4, 3, strides=[3, 1], device=cpu), %w):\n"
+                                 "  %y = aten::mul(%x, %w)\n"
+                                 "  return (%y)\n",
+                                 NULL);
+    if (!g) fail_msg("parse: %s", tj_last_error());
+    bool want2[2] = {true, false};
+    tj_compile_options o = {.requires_grad = want2};
+    assert_null(tj_compile(g, &o));
+    assert_non_null(strstr(tj_last_error(), "aten::mul"));
+    assert_non_null(strstr(tj_last_error(), "no known type"));
+    tj_graph_free(g);
+    for (int k = 0; k < 2; k++) tj_release(grads[k]), tj_release(outs[k]);
+    tj_release(x);
+    tj_generator_free(gen);
+}
+
 /* the gradient of a gradient: the loss's Hessian-vector products */
 static void second_derivatives_of_a_model(void **state) {
     (void)state;
@@ -275,6 +330,7 @@ int main(void) {
         cmocka_unit_test(backward_errors_and_accumulation),
         cmocka_unit_test(input_gradients),
         cmocka_unit_test(second_derivatives_of_a_model),
+        cmocka_unit_test(untyped_values_on_the_gradient_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
