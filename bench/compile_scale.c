@@ -1,7 +1,8 @@
 /* compile_scale.c — how compile time grows with graph size: traced graphs of
  * n = 1k, 10k, 100k and 200k nodes (bench/scale_models.h: a chain of relu,
  * and a wide graph over 1,000 inputs whose nodes read values from all over
- * the graph), each traced, compiled (the default pipeline) and replayed once.
+ * the graph, and a graph the passes rewrite node by node: peephole, CSE and
+ * DCE remove most of it and one cat reads thousands of values), each traced, compiled (the default pipeline) and replayed once.
  * Rows with gradients compile the backward graph too (autodiff and the
  * passes on it) and replay forward and backward; rows with the LLVM backend
  * (when built in) compile every fusion group to machine code.
@@ -23,9 +24,12 @@ typedef struct row_times {
     double trace, compile, replay;
 } row_times;
 
+typedef enum { CHAIN, WIDE, REWRITES } model_kind;
+
 typedef struct variant {
     const char *name;
-    bool wide, grad;
+    model_kind model;
+    bool grad;
     const char *backend;
     int64_t max_nodes; /* larger sizes are left out */
 } variant;
@@ -38,7 +42,8 @@ static void die(const char *what) {
 /* One trace, compile and first replay (forward and, with gradients, backward). */
 static row_times measure(const variant *v, int64_t n, tj_tensor **in, int n_in) {
     scale_model m = {n};
-    tj_model_fn fn = v->wide ? scale_wide_fn : scale_chain_fn;
+    tj_model_fn fn = v->model == WIDE ? scale_wide_fn : v->model == REWRITES ? scale_rewrites_fn
+                                                                             : scale_chain_fn;
     row_times t;
     double t0 = bench_now();
     tj_graph *g = tj_trace(fn, &m, in, n_in, 1, NULL);
@@ -75,8 +80,10 @@ static double median3(double a, double b, double c) {
     return bench_median(v, 3);
 }
 
-static void run_variant(const variant *v, const int64_t *sizes, int n_sizes, tj_tensor **in) {
-    int n_in = v->wide ? SCALE_WIDE_INPUTS : 1;
+static void run_variant(const variant *v, const int64_t *sizes, int n_sizes, tj_tensor **wide_in,
+                        tj_tensor *rewrites_in) {
+    int n_in = v->model == WIDE ? SCALE_WIDE_INPUTS : 1;
+    tj_tensor **in = v->model == REWRITES ? &rewrites_in : wide_in;
     for (int s = 0; s < n_sizes; s++) {
         int64_t n = sizes[s];
         if (n > v->max_nodes) continue;
@@ -116,27 +123,33 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
     const variant variants[] = {
-        {"relu chain", false, false, NULL, max},
-        {"wide (1,000 inputs)", true, false, NULL, max},
-        {"relu chain, grad", false, true, NULL, max},
-        {"wide, grad", true, true, NULL, max},
+        {"relu chain", CHAIN, false, NULL, max},
+        {"wide (1,000 inputs)", WIDE, false, NULL, max},
+        {"rewrites", REWRITES, false, NULL, max},
+        {"relu chain, grad", CHAIN, true, NULL, max},
+        {"wide, grad", WIDE, true, NULL, max},
+        {"rewrites, grad", REWRITES, true, NULL, max},
 #ifdef TJIT_HAVE_LLVM
-        {"relu chain, llvm", false, false, "llvm", max},
+        {"relu chain, llvm", CHAIN, false, "llvm", max},
         /* LLVM compiles each distinct group (~160 ms for 64 nodes with tanh): 10k nodes take ~25 s */
-        {"wide, llvm", true, false, "llvm", max < 10000 ? max : 10000},
+        {"wide, llvm", WIDE, false, "llvm", max < 10000 ? max : 10000},
 #endif
     };
     tj_generator *gen = tj_generator_new(7);
     tj_tensor *in[SCALE_WIDE_INPUTS];
     if (!scale_wide_inputs(in, gen)) die("inputs");
+    int64_t x_sizes[2] = {2, 4};
+    tj_tensor *x = tj_randn(x_sizes, 2, TJ_F64, gen);
+    if (!x) die("inputs");
     printf("compile_scale: %d threads; seconds (one run; medians of 3 below 10k nodes)\n",
            tj_get_num_threads());
     bench_print_isa();
     printf("\n| graph | nodes | trace s | compile s | first replay s | compile + replay s "
            "| ms per 1k nodes |\n|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
-        if (!only || strstr(variants[i].name, only)) run_variant(&variants[i], sizes, n_sizes, in);
+        if (!only || strstr(variants[i].name, only)) run_variant(&variants[i], sizes, n_sizes, in, x);
     for (int i = 0; i < SCALE_WIDE_INPUTS; i++) tj_release(in[i]);
+    tj_release(x);
     tj_generator_free(gen);
     return 0;
 }

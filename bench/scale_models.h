@@ -10,6 +10,12 @@
  *          every other time; odd k: tanh(prev). Values stay within [-2, 2]
  *          and every node is live (the next one reads it), while the picks
  *          give values hundreds of uses spread over the whole graph.
+ *   rewrites: n nodes that the passes rewrite, SCALE_REWRITE_NODES per step
+ *          over a (2, 4) f64 input x: y = contiguous(t(t(y * 1))) (peephole
+ *          removes them all), y = y + relu(x) (one relu(x) per step, which
+ *          CSE merges into one), a dead neg(y) (DCE), and every fourth y a
+ *          piece of one cat of thousands of inputs. After step s,
+ *          y = x + (s + 1) relu(x).
  */
 #ifndef TJIT_BENCH_SCALE_MODELS_H
 #define TJIT_BENCH_SCALE_MODELS_H
@@ -127,6 +133,57 @@ static inline bool scale_wide_reference(int64_t n, const float *const *in, int e
     free(pick);
     free(adj);
     return ok;
+}
+
+enum { SCALE_REWRITE_NODES = 7, SCALE_REWRITE_EVERY = 4 };
+
+static inline int64_t scale_rewrite_steps(int64_t n) {
+    return (n + SCALE_REWRITE_NODES - 1) / SCALE_REWRITE_NODES;
+}
+
+static inline int64_t scale_rewrite_pieces(int64_t n) {
+    return (scale_rewrite_steps(n) + SCALE_REWRITE_EVERY - 1) / SCALE_REWRITE_EVERY;
+}
+
+static inline tj_status scale_rewrites_fn(void *ctx, tj_tensor *const *in, int n_in,
+                                          tj_tensor **out, int n_out) {
+    (void)n_in, (void)n_out;
+    int64_t steps = scale_rewrite_steps(((const scale_model *)ctx)->n_nodes);
+    int64_t n_pieces = scale_rewrite_pieces(((const scale_model *)ctx)->n_nodes), m = 0;
+    tj_tensor **pieces = malloc(sizeof *pieces * (size_t)n_pieces);
+    if (!pieces) return TJ_ERR_MEMORY;
+    tj_scope_begin();
+    tj_tensor *x = in[0], *y = x;
+    for (int64_t s = 0; s < steps && y; s++) {
+        y = tj_mul_scalar(y, 1.0);
+        y = y ? tj_t(y) : NULL;
+        y = y ? tj_t(y) : NULL;
+        y = y ? tj_contiguous(y) : NULL;
+        tj_tensor *r = tj_relu(x);
+        y = y && r ? tj_add(y, r, 1.0) : NULL;
+        if (y && !tj_neg(y)) y = NULL; /* read by nobody */
+        if (y && s % SCALE_REWRITE_EVERY == 0) pieces[m++] = y;
+    }
+    out[0] = y ? tj_keep(tj_cat(pieces, (int)m, 0)) : NULL;
+    tj_scope_end();
+    free(pieces);
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+/* The rewrites graph's output (pieces of x's elems elements, in order) and,
+ * when grad is not NULL, the gradient of its sum w.r.t. x. */
+static inline void scale_rewrites_reference(int64_t n, const double *x, int elems, double *y,
+                                            double *grad) {
+    int64_t n_pieces = scale_rewrite_pieces(n);
+    for (int e = 0; e < elems; e++) {
+        double relu = x[e] > 0 ? x[e] : 0, g = 0;
+        for (int64_t p = 0; p < n_pieces; p++) {
+            double times = (double)(p * SCALE_REWRITE_EVERY + 1);
+            y[p * elems + e] = x[e] + times * relu;
+            g += 1 + (x[e] > 0 ? times : 0);
+        }
+        if (grad) grad[e] = g;
+    }
 }
 
 /* SCALE_WIDE_INPUTS inputs of SCALE_ELEMS elements, uniform in [-1, 1). */

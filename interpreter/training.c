@@ -29,13 +29,21 @@ static tj_status prune_saved(tj_gradient *gr, const char *passes) {
     snprintf(with_dce, len, "%s,dce", pipeline);
     tj_status st = tj_run_passes(gr->backward, with_dce);
     tjc_free(with_dce);
-    for (int s = gr->n_saved - 1; !st && s >= 0; s--) {
-        int in = gr->n_outputs + s;
-        if (tj_value_num_uses(tj_graph_input(gr->backward, in)) > 0) continue;
-        st = tj_block_remove_input(tj_graph_block(gr->backward), in);
-        if (!st) st = tj_block_remove_output(tj_graph_block(gr->forward), gr->n_outputs + s);
-        if (!st) gr->n_saved--;
-    }
+    if (st) return st;
+    /* all at once: one by one shifted the saved values after each */
+    int n_in = tj_graph_num_inputs(gr->backward), n_out = tj_graph_num_outputs(gr->forward);
+    bool *unread = tjc_calloc((size_t)(n_in > n_out ? n_in : n_out) + 1, sizeof *unread);
+    if (!unread) return tjc_error(TJ_ERR_MEMORY, "tj_compile: out of memory");
+    int n_unread = 0;
+    for (int s = 0; s < gr->n_saved; s++)
+        n_unread += unread[gr->n_outputs + s] =
+            tj_value_num_uses(tj_graph_input(gr->backward, gr->n_outputs + s)) == 0;
+    /* the forward graph's outputs are its n_outputs results, then the saved values, as the
+     * backward graph's inputs are the results' gradients, then the saved values */
+    if (n_unread) st = tj_block_remove_inputs(tj_graph_block(gr->backward), unread);
+    if (n_unread && !st) st = tj_block_remove_outputs(tj_graph_block(gr->forward), unread);
+    if (!st) gr->n_saved -= n_unread;
+    tjc_free(unread);
     return st;
 }
 

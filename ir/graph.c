@@ -169,29 +169,48 @@ tj_node *tj_graph_owner(const tj_graph *g) {
 bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index) {
     if (!tjir_grow(&g->arena, (void **)&v->uses, &v->cap_uses, v->n_uses + 1, sizeof(tj_use)))
         return false;
+    user->use_at[index] = v->n_uses;
     v->uses[v->n_uses++] = (tj_use){user, index};
     return true;
 }
 
-/* From the end: a node being destroyed is usually its inputs' latest user
- * (passes remove nodes walking backwards), so this finds it in O(1) instead
- * of scanning a long use list. */
+/* Where use (user, index) sits in v's list: use_at says, unless a list was
+ * edited by hand (the verifier's tests break them on purpose). */
+static int use_position(const tj_value *v, const tj_node *user, int index) {
+    int p = user->use_at[index];
+    if (p >= 0 && p < v->n_uses && v->uses[p].user == user && v->uses[p].index == index) return p;
+    for (p = v->n_uses - 1; p >= 0; p--)
+        if (v->uses[p].user == user && v->uses[p].index == index) return p;
+    return -1;
+}
+
+/* O(1): the last use moves into the gap, so removing all n readers of a
+ * value costs n, in any order (keeping the list's order cost n^2). */
 void tjir_drop_use(tj_value *v, tj_node *user, int index) {
-    for (int i = v->n_uses - 1; i >= 0; i--)
-        if (v->uses[i].user == user && v->uses[i].index == index) {
-            memmove(&v->uses[i], &v->uses[i + 1], sizeof(tj_use) * (size_t)(v->n_uses - i - 1));
-            v->n_uses--;
-            return;
-        }
+    int p = use_position(v, user, index);
+    if (p < 0) return;
+    tj_use last = v->uses[--v->n_uses];
+    if (p == v->n_uses) return;
+    v->uses[p] = last;
+    last.user->use_at[last.index] = p;
 }
 
 /* A use's index shifts when an earlier input goes away. */
 static void renumber_use(tj_value *v, tj_node *user, int from, int to) {
-    for (int i = 0; i < v->n_uses; i++)
-        if (v->uses[i].user == user && v->uses[i].index == from) {
-            v->uses[i].index = to;
-            return;
-        }
+    int p = use_position(v, user, from);
+    if (p < 0) return;
+    v->uses[p].index = to;
+    user->use_at[to] = p;
+}
+
+/* Room for need inputs (and their use positions). */
+static bool grow_inputs(tj_node *n, int need) {
+    int cap = n->cap_inputs, cap_at = n->cap_inputs;
+    if (!tjir_grow(&n->graph->arena, (void **)&n->inputs, &cap, need, sizeof(tj_value *)) ||
+        !tjir_grow(&n->graph->arena, (void **)&n->use_at, &cap_at, need, sizeof(int)))
+        return false;
+    n->cap_inputs = cap;
+    return true;
 }
 
 static tj_status check_value(const char *fn, const tj_node *n, const tj_value *v) {
@@ -269,6 +288,48 @@ tj_status tj_block_set_output(tj_block *b, int i, tj_value *v) {
 tj_status tj_block_remove_output(tj_block *b, int i) {
     if (!b) return NULL_ARG("tj_block_remove_output", "the block");
     return tj_node_remove_input(b->ret, i);
+}
+
+tj_status tj_block_remove_inputs(tj_block *b, const bool *remove) {
+    if (!b) return NULL_ARG("tj_block_remove_inputs", "the block");
+    if (!remove) return NULL_ARG("tj_block_remove_inputs", "remove");
+    tj_node *p = b->param;
+    for (int i = 0; i < p->n_outputs; i++)
+        if (remove[i] && p->outputs[i]->n_uses)
+            return tjc_error(TJ_ERR_ARG, "tj_block_remove_inputs: input %d still has %d uses", i,
+                             p->outputs[i]->n_uses);
+    int k = 0;
+    for (int i = 0; i < p->n_outputs; i++) {
+        tj_value *v = p->outputs[i];
+        if (remove[i]) {
+            tj_value_set_name(v, NULL);
+            continue;
+        }
+        v->offset = k;
+        p->outputs[k++] = v;
+    }
+    p->n_outputs = k;
+    return TJ_OK;
+}
+
+tj_status tj_block_remove_outputs(tj_block *b, const bool *remove) {
+    if (!b) return NULL_ARG("tj_block_remove_outputs", "the block");
+    if (!remove) return NULL_ARG("tj_block_remove_outputs", "remove");
+    tj_node *r = b->ret;
+    int k = 0;
+    for (int i = 0; i < r->n_inputs; i++) {
+        if (remove[i]) {
+            tjir_drop_use(r->inputs[i], r, i);
+            continue;
+        }
+        if (k != i) {
+            renumber_use(r->inputs[i], r, i, k);
+            r->inputs[k] = r->inputs[i];
+        }
+        k++;
+    }
+    r->n_inputs = k;
+    return TJ_OK;
 }
 
 tj_status tj_block_append(tj_block *b, tj_node *n) {
@@ -471,9 +532,7 @@ tj_status tj_node_add_input(tj_node *n, tj_value *v) {
     if (st) return st;
     if (n->kind == TJ_NODE_PARAM)
         return tjc_error(TJ_ERR_ARG, "tj_node_add_input: prim::Param takes no inputs");
-    if (!tjir_grow(&n->graph->arena, (void **)&n->inputs, &n->cap_inputs, n->n_inputs + 1,
-                   sizeof(tj_value *)) ||
-        !tjir_add_use(n->graph, v, n, n->n_inputs))
+    if (!grow_inputs(n, n->n_inputs + 1) || !tjir_add_use(n->graph, v, n, n->n_inputs))
         return TJ_ERR_MEMORY;
     n->inputs[n->n_inputs++] = v;
     return TJ_OK;
@@ -485,8 +544,11 @@ tj_status tj_node_set_input(tj_node *n, int i, tj_value *v) {
     tj_status st = check_value("tj_node_set_input", n, v);
     if (st) return st;
     if (n->inputs[i] == v) return TJ_OK;
-    if (!tjir_add_use(n->graph, v, n, i)) return TJ_ERR_MEMORY;
+    /* room first, so that nothing fails once the old use is gone */
+    if (!tjir_grow(&n->graph->arena, (void **)&v->uses, &v->cap_uses, v->n_uses + 1, sizeof(tj_use)))
+        return TJ_ERR_MEMORY;
     tjir_drop_use(n->inputs[i], n, i);
+    tjir_add_use(n->graph, v, n, i);
     n->inputs[i] = v;
     return TJ_OK;
 }
@@ -722,10 +784,12 @@ static tj_status replace_uses(const char *fn, tj_value *v, tj_value *with, const
         tj_use u = v->uses[i];
         bool later = !after || u.user->kind == TJ_NODE_RETURN || tj_node_is_before(after, u.user);
         if (!later) {
+            u.user->use_at[u.index] = kept;
             v->uses[kept++] = u;
             continue;
         }
         u.user->inputs[u.index] = with;
+        u.user->use_at[u.index] = with->n_uses;
         with->uses[with->n_uses++] = u;
     }
     v->n_uses = kept;

@@ -68,7 +68,8 @@ struct tj_node {
     tj_node *prev, *next; /* block order */
     int64_t pos;          /* topological position, increasing along the block */
     tj_value **inputs;
-    int n_inputs, cap_inputs;
+    int *use_at; /* where input i's use sits in inputs[i]->uses: O(1) removal */
+    int n_inputs, cap_inputs; /* cap_inputs: of inputs and use_at both */
     tj_value **outputs;
     int n_outputs, cap_outputs;
     /* attributes: parallel arrays so that attrs can go to tj_invoke as it is */
@@ -126,6 +127,9 @@ void tjir_meta_free(tj_graph *g);
 
 tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs);
 tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type);
+/* Use lists: a value's uses in no set order (a removal moves the last use
+ * into the gap); user->use_at[index] says where each one is. add_use needs
+ * user's inputs to have room for index. */
 bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index);
 void tjir_drop_use(tj_value *v, tj_node *user, int index);
 /* Sets a value's name exactly (no suffixing); false when taken. */

@@ -288,6 +288,31 @@ static void test_replace_and_destroy(void **state) {
     assert_int_equal(tj_graph_verify(g), TJ_OK);
     irt_assert_prints(g, TJ_PRINT_CANONICAL | TJ_PRINT_NO_TYPES,
                       "graph(%x):\n  %1 = aten::mul(%x, %x)\n  return (%1)\n");
+    /* many outputs and unused inputs removed at once keep the others' order */
+    {
+        tj_graph *h = tj_graph_new();
+        tj_value *in[6];
+        for (int i = 0; i < 6; i++) in[i] = add_input(h, NULL);
+        for (int i = 0; i < 6; i++) assert_int_equal(tj_graph_add_output(h, in[5 - i]), TJ_OK);
+        assert_int_equal(tj_graph_add_output(h, in[0]), TJ_OK);
+        bool out_gone[7] = {true, false, true, true, false, false, true};
+        assert_int_equal(tj_block_remove_outputs(tj_graph_block(h), out_gone), TJ_OK);
+        assert_int_equal(tj_graph_num_outputs(h), 3); /* in4, in1, in0 */
+        bool used_gone[6] = {false, true, true, false, false, true};
+        assert_int_equal(tj_block_remove_inputs(tj_graph_block(h), used_gone), TJ_ERR_ARG);
+        assert_int_equal(tj_graph_num_inputs(h), 6); /* in[1] is read: nothing removed */
+        bool in_gone[6] = {false, false, true, true, false, true};
+        assert_int_equal(tj_block_remove_inputs(tj_graph_block(h), in_gone), TJ_OK);
+        assert_int_equal(tj_graph_num_inputs(h), 3);
+        assert_ptr_equal(tj_graph_input(h, 0), in[0]);
+        assert_ptr_equal(tj_graph_input(h, 1), in[1]);
+        assert_ptr_equal(tj_graph_input(h, 2), in[4]);
+        assert_ptr_equal(tj_graph_output(h, 0), in[4]);
+        assert_ptr_equal(tj_graph_output(h, 1), in[1]);
+        assert_ptr_equal(tj_graph_output(h, 2), in[0]);
+        assert_int_equal(tj_graph_verify(h), TJ_OK);
+        tj_graph_free(h);
+    }
     /* an unused input can be removed; a used one cannot */
     tj_value *spare = add_input(g, "spare");
     assert_int_equal(tj_block_remove_input(tj_graph_block(g), 0), TJ_ERR_ARG);

@@ -475,7 +475,8 @@ static const api_entry table[] = {
      "tj_graph_output", tt_api_graphs},
     {"tj_block_graph tj_block_num_inputs tj_block_input tj_block_add_input "
      "tj_block_remove_input tj_block_num_outputs tj_block_output tj_block_add_output "
-     "tj_block_set_output tj_block_remove_output tj_block_first tj_block_last tj_block_param "
+     "tj_block_set_output tj_block_remove_output tj_block_remove_inputs "
+     "tj_block_remove_outputs tj_block_first tj_block_last tj_block_param "
      "tj_block_return tj_block_num_nodes tj_block_append", tt_api_blocks},
     {"tj_node_kind_name tj_attr_kind_name tj_node_create_op tj_node_create "
      "tj_node_create_constant tj_node_create_tensor_constant tj_node_create_fusion_group",

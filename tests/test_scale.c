@@ -2,7 +2,8 @@
  * chain and a 200,000-node graph over 1,000 inputs (bench/scale_models.h) are
  * traced, compiled with the default pipeline and run, their results checked
  * against plain-C references; a smaller graph is compiled with gradients and
- * its input gradients checked. The sizes are such that a quadratic step
+ * its input gradients checked; a graph that the passes rewrite node by node
+ * (peephole, CSE, DCE, a cat of thousands) likewise. The sizes are such that a quadratic step
  * anywhere (a pass, the fuser, the IR, lowering) would take minutes: ctest's
  * TIMEOUT for this test (CMakeLists.txt) catches it. Under the sanitizers the
  * graphs are ten times smaller. */
@@ -112,6 +113,49 @@ static void wide_graph_gradients(void **state) {
     tj_generator_free(gen);
 }
 
+/* Graphs the passes rewrite node by node (bench/scale_models.h): peephole,
+ * CSE and DCE remove most of them and one cat takes thousands of inputs;
+ * forward at full size, and gradients at the smaller one. */
+static void rewrites(int64_t n, bool with_grad) {
+    double xs[SCALE_ELEMS] = {-1.5, -0.0, 0.0, 0.25, 2.0, -3.0, 1e-300, 0.75};
+    int64_t sizes[2] = {2, 4};
+    tj_tensor *x = tj_from_array(xs, sizes, 2, TJ_F64);
+    tj_program *p = trace_compile(scale_rewrites_fn, n, &x, 1, with_grad ? (bool[]){true} : NULL);
+    tj_tensor *out = NULL, *grad = NULL;
+    assert_int_equal(tj_run(p, &x, &out), TJ_OK);
+    int64_t n_pieces = scale_rewrite_pieces(n);
+    assert_int_equal(tj_numel(out), n_pieces * SCALE_ELEMS);
+    double *ref = malloc(sizeof(double) * (size_t)(n_pieces * SCALE_ELEMS)), gref[SCALE_ELEMS];
+    assert_non_null(ref);
+    scale_rewrites_reference(n, xs, SCALE_ELEMS, ref, gref);
+    const double *y = tj_data(out);
+    for (int64_t i = 0; i < n_pieces * SCALE_ELEMS; i++)
+        if (fabs(y[i] - ref[i]) > 1e-9 * (1 + fabs(ref[i])))
+            fail_msg("element %ld: %.17g, the reference %.17g", (long)i, y[i], ref[i]);
+    if (with_grad) {
+        assert_int_equal(tj_backward(p, NULL, &grad), TJ_OK);
+        const double *gx = tj_data(grad);
+        for (int e = 0; e < SCALE_ELEMS; e++)
+            if (fabs(gx[e] - gref[e]) > 1e-9 * gref[e])
+                fail_msg("d/dx element %d: %.17g, the reference %.17g", e, gx[e], gref[e]);
+        tj_release(grad);
+    }
+    free(ref);
+    tj_release(out);
+    tj_program_free(p);
+    tj_release(x);
+}
+
+static void rewritten_graph_of_200k_nodes(void **state) {
+    (void)state;
+    rewrites(BIG, false);
+}
+
+static void rewritten_graph_gradients(void **state) {
+    (void)state;
+    rewrites(GRAD, true);
+}
+
 /* Naming n values alike gives x, x.1, x.2, ... in O(n) (the graph remembers
  * the suffixes taken), and a freed suffix is the first one given again. */
 static void many_values_of_one_name(void **state) {
@@ -146,6 +190,8 @@ int main(void) {
         cmocka_unit_test(relu_chain_of_200k_nodes),
         cmocka_unit_test(wide_graph_of_200k_nodes_over_1000_inputs),
         cmocka_unit_test(wide_graph_gradients),
+        cmocka_unit_test(rewritten_graph_of_200k_nodes),
+        cmocka_unit_test(rewritten_graph_gradients),
         cmocka_unit_test(many_values_of_one_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

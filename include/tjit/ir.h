@@ -110,6 +110,12 @@ tj_value *tj_block_output(const tj_block *b, int i);
 tj_status tj_block_add_output(tj_block *b, tj_value *v);
 tj_status tj_block_set_output(tj_block *b, int i, tj_value *v);
 tj_status tj_block_remove_output(tj_block *b, int i);
+/* Remove every input (output) i with remove[i] (an array of the block's
+ * input (output) count) at once, the others keeping their order: linear,
+ * where removing many one by one shifts the rest each time. Inputs must be
+ * unused; on an error nothing is removed. */
+tj_status tj_block_remove_inputs(tj_block *b, const bool *remove);
+tj_status tj_block_remove_outputs(tj_block *b, const bool *remove);
 tj_node *tj_block_first(const tj_block *b); /* NULL when empty */
 tj_node *tj_block_last(const tj_block *b);
 tj_node *tj_block_param(const tj_block *b);  /* defines the inputs */

@@ -69,6 +69,12 @@ void tt_api_blocks(void) {
     FAILS_STATUS(tj_block_set_output(B, 3, V));
     FAILS_STATUS(tj_block_remove_output(NULL, 0));
     FAILS_STATUS(tj_block_remove_output(B, 3));
+    bool remove_all[4] = {true, true, true, true};
+    FAILS_STATUS(tj_block_remove_inputs(NULL, remove_all));
+    FAILS_STATUS(tj_block_remove_inputs(B, NULL));
+    FAILS_STATUS(tj_block_remove_inputs(B, remove_all)); /* input 0 is still used */
+    FAILS_STATUS(tj_block_remove_outputs(NULL, remove_all));
+    FAILS_STATUS(tj_block_remove_outputs(B, NULL));
     FAILS_NULL(tj_block_first(NULL));
     FAILS_NULL(tj_block_last(NULL));
     FAILS_NULL(tj_block_param(NULL));
