@@ -2,7 +2,8 @@
  * n = 1k, 10k, 100k and 200k nodes (bench/scale_models.h: a chain of relu,
  * and a wide graph over 1,000 inputs whose nodes read values from all over
  * the graph, and a graph the passes rewrite node by node: peephole, CSE and
- * DCE remove most of it and one cat reads thousands of values), each traced, compiled (the default pipeline) and replayed once.
+ * DCE remove most of it and one cat reads thousands of values), each
+ * traced, compiled (the default pipeline) and replayed once.
  * Rows with gradients compile the backward graph too (autodiff and the
  * passes on it) and replay forward and backward; rows with the LLVM backend
  * (when built in) compile every fusion group to machine code.
@@ -10,8 +11,9 @@
  *   bench_compile_scale [--sizes N,N,...] [--max N] [--only TEXT]
  *
  * --max N leaves out the sizes above N (the wide graph with LLVM stops at
- * 10k nodes: LLVM compiles each of its distinct groups); --only runs the rows whose name contains TEXT. Each figure is one measurement (the median of three
- * below 10k nodes). Target: time per 1k nodes flat within 2x from 1k to 200k,
+ * 10k nodes: LLVM compiles each of its distinct groups); --only runs the
+ * rows whose name contains TEXT. Each figure is the median of three runs.
+ * Target: time per 1k nodes flat within 2x from 1k to 200k,
  * and 200k nodes compiled and replayed in under 5 s. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,12 +89,11 @@ static void run_variant(const variant *v, const int64_t *sizes, int n_sizes, tj_
     for (int s = 0; s < n_sizes; s++) {
         int64_t n = sizes[s];
         if (n > v->max_nodes) continue;
-        row_times t = measure(v, n, in, n_in);
-        if (n < 10000) {
-            row_times b = measure(v, n, in, n_in), c = measure(v, n, in, n_in);
-            t = (row_times){median3(t.trace, b.trace, c.trace), median3(t.compile, b.compile, c.compile),
-                            median3(t.replay, b.replay, c.replay)};
-        }
+        /* a median of three at every size: one run of a large graph varies by 10-20%
+         * here (page faults, the memory it first touches) */
+        row_times t = measure(v, n, in, n_in), b = measure(v, n, in, n_in), c = measure(v, n, in, n_in);
+        t = (row_times){median3(t.trace, b.trace, c.trace), median3(t.compile, b.compile, c.compile),
+                        median3(t.replay, b.replay, c.replay)};
         double total = t.compile + t.replay;
         printf("| %s | %lldk | %.3f | %.3f | %.3f | %.3f | %.2f |\n", v->name, (long long)(n / 1000),
                t.trace, t.compile, t.replay, total, 1e3 * total / ((double)n / 1000));
@@ -141,7 +142,7 @@ int main(int argc, char **argv) {
     int64_t x_sizes[2] = {2, 4};
     tj_tensor *x = tj_randn(x_sizes, 2, TJ_F64, gen);
     if (!x) die("inputs");
-    printf("compile_scale: %d threads; seconds (one run; medians of 3 below 10k nodes)\n",
+    printf("compile_scale: %d threads; seconds (medians of 3 runs)\n",
            tj_get_num_threads());
     bench_print_isa();
     printf("\n| graph | nodes | trace s | compile s | first replay s | compile + replay s "

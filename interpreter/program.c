@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "passes/pipeline.h"
 #include "profile.h"
 #include "program.h"
 
@@ -154,7 +155,7 @@ tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile
     }
     /* the passes rewrite the program's own graph; inputs keep their positions */
     if (!passes) passes = p->opts.passes ? p->opts.passes : tj_default_pipeline();
-    if (*passes && tj_run_passes(p->graph, passes) != TJ_OK) {
+    if (*passes && tjp_run_passes_trusted(p->graph, passes) != TJ_OK) {
         tj_program_free(p);
         return NULL;
     }

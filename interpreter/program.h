@@ -49,7 +49,8 @@ tj_status tji_run_ready(const tj_program *p, tj_tensor *const *inputs, tj_tensor
                         const tji_ready *ready);
 tj_program *tji_compile_plain(const tj_graph *g, const tj_compile_options *opts);
 /* Compiles own, which the program takes (and frees, on failure too), with
- * g's input bindings (g may be own). passes: the pipeline to run (NULL: the
+ * g's input bindings (g may be own). own is well formed (a copy of a graph
+ * tj_compile verified, or autodiff's): the passes do not check it again. passes: the pipeline to run (NULL: the
  * options' or the default one; "": none, for a graph already optimised). */
 tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile_options *opts,
                               const char *passes);

@@ -81,7 +81,10 @@ bool tjir_grow(tjir_arena *a, void **arr, int *cap, int need, size_t elem) {
         tjc_error(TJ_ERR_MEMORY, "graph: a list of %d entries is too long", need);
         return false;
     }
-    int n = *cap ? *cap : 4;
+    /* the first array is just the size asked for: most values have one or two
+     * uses and most nodes one output; growth then doubles (an arena keeps
+     * what it outgrows) */
+    int n = *cap ? *cap : need;
     while (n < need) n *= 2;
     void *fresh = tjir_alloc(a, (size_t)n * elem);
     if (!fresh) return false;

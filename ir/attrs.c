@@ -187,6 +187,7 @@ tj_status tjir_init_attrs(tj_node *n, bool defaults) {
 static tj_status add_inputs(tj_node *n, tj_value *const *inputs, int n_inputs) {
     if (n_inputs < 0 || (n_inputs > 0 && !inputs))
         return tjc_error(TJ_ERR_ARG, "%s: bad inputs", tj_node_name(n));
+    if (n_inputs > 0 && !tjir_reserve_inputs(n, n_inputs)) return tj_last_status();
     for (int i = 0; i < n_inputs; i++) {
         tj_status st = tj_node_add_input(n, inputs[i]);
         if (st) return st;

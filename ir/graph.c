@@ -19,6 +19,9 @@ tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs) {
     n->id = g->next_node_id++;
     n->all_next = g->all_nodes;
     g->all_nodes = n;
+    if (n_outputs > 0 &&
+        !tjir_grow(&g->arena, (void **)&n->outputs, &n->cap_outputs, n_outputs, sizeof(tj_value *)))
+        return NULL;
     for (int i = 0; i < n_outputs; i++)
         if (!tj_node_add_output(n, NULL)) return NULL;
     return n;
@@ -203,8 +206,7 @@ static void renumber_use(tj_value *v, tj_node *user, int from, int to) {
     user->use_at[to] = p;
 }
 
-/* Room for need inputs (and their use positions). */
-static bool grow_inputs(tj_node *n, int need) {
+bool tjir_reserve_inputs(tj_node *n, int need) {
     int cap = n->cap_inputs, cap_at = n->cap_inputs;
     if (!tjir_grow(&n->graph->arena, (void **)&n->inputs, &cap, need, sizeof(tj_value *)) ||
         !tjir_grow(&n->graph->arena, (void **)&n->use_at, &cap_at, need, sizeof(int)))
@@ -532,7 +534,7 @@ tj_status tj_node_add_input(tj_node *n, tj_value *v) {
     if (st) return st;
     if (n->kind == TJ_NODE_PARAM)
         return tjc_error(TJ_ERR_ARG, "tj_node_add_input: prim::Param takes no inputs");
-    if (!grow_inputs(n, n->n_inputs + 1) || !tjir_add_use(n->graph, v, n, n->n_inputs))
+    if (!tjir_reserve_inputs(n, n->n_inputs + 1) || !tjir_add_use(n->graph, v, n, n->n_inputs))
         return TJ_ERR_MEMORY;
     n->inputs[n->n_inputs++] = v;
     return TJ_OK;

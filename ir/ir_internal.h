@@ -131,6 +131,8 @@ tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type);
  * into the gap); user->use_at[index] says where each one is. add_use needs
  * user's inputs to have room for index. */
 bool tjir_add_use(tj_graph *g, tj_value *v, tj_node *user, int index);
+/* Room for need inputs in n (and their use positions), in one array each. */
+bool tjir_reserve_inputs(tj_node *n, int need);
 void tjir_drop_use(tj_value *v, tj_node *user, int index);
 /* Sets a value's name exactly (no suffixing); false when taken. */
 bool tjir_claim_name(tj_value *v, const char *name);

@@ -217,7 +217,10 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     tj_block *blk = tj_graph_block(g);
     if (tj_block_num_inputs(blk)) tj_node_set_scratch(tj_value_node(tj_block_input(blk, 0)), -1);
     if (!c.oom) hash_nodes(&c);
-    if (!c.oom && (st = tjp_alias_build(&c.al, g)) == TJ_OK) {
+    /* with no write in place, effects keep their order and reads need none:
+     * an empty analysis knows no class */
+    bool writes = !c.oom && tjp_writes_in_place(g);
+    if (!c.oom && (st = writes ? tjp_alias_build(&c.al, g) : TJ_OK) == TJ_OK) {
         effect_order(&c);
         if (!c.oom) st = reorder(&c);
         tjp_alias_free(&c.al);

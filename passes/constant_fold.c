@@ -36,7 +36,8 @@ static bool too_big_type(const tj_type *t) {
     return false;
 }
 
-/* Whether n can be folded, judging by the graph alone. */
+/* Whether n can be folded, judging by the graph alone. al: NULL when the
+ * graph writes nothing in place. */
 static bool foldable(tjp_alias *al, const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP || tjp_has_effect(n)) return false;
     int ni = tj_node_num_inputs(n), tensors = 0;
@@ -46,14 +47,15 @@ static bool foldable(tjp_alias *al, const tj_node *n) {
         if (tj_node_kind_of(d) != TJ_NODE_CONSTANT || !tj_node_tensor(d)) return false;
         /* a constant this walk made is unknown to the analysis, and unwritten */
         const tj_value *c = tj_node_input(n, i);
-        if (tjp_alias_class(al, c) >= 0 && (tjp_alias_flags(al, c) & TJP_ALIAS_MUTATED)) return false;
+        if (al && tjp_alias_class(al, c) >= 0 && (tjp_alias_flags(al, c) & TJP_ALIAS_MUTATED))
+            return false;
         tensors++;
     }
     if (!tensors) return false;
     for (int i = 0; i < tj_node_num_outputs(n); i++) {
         const tj_value *v = tj_node_output(n, i);
         if (too_big_type(tj_value_type(v))) return false;
-        if (tjp_alias_flags(al, v) & TJP_ALIAS_MUTATED) return false;
+        if (al && (tjp_alias_flags(al, v) & TJP_ALIAS_MUTATED)) return false;
     }
     return true;
 }
@@ -123,13 +125,13 @@ static tj_status replace(tj_graph *g, tj_node *n, tj_tensor **res, int n_out) {
 
 tj_status tj_pass_constant_fold(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "constant_fold: the graph is NULL");
-    tjp_alias al;
-    tj_status st = tjp_alias_build(&al, g);
+    tjp_alias al = {0}, *alp = tjp_writes_in_place(g) ? &al : NULL;
+    tj_status st = alp ? tjp_alias_build(&al, g) : TJ_OK;
     if (st) return st;
     enum { SMALL = 16 };
     for (tj_node *n = tj_block_first(tj_graph_block(g)), *next; n && !st; n = next) {
         next = tj_node_next(n);
-        if (!foldable(&al, n)) continue;
+        if (!foldable(alp, n)) continue;
         int n_out = tj_node_num_outputs(n);
         tj_tensor *small[SMALL] = {0};
         tj_tensor **res = n_out <= SMALL ? small : tjc_calloc((size_t)n_out, sizeof *res);

@@ -98,9 +98,10 @@ static tj_node *table_find_or_add(table *t, tj_node *n, bool *oom) {
     return NULL;
 }
 
+/* al: NULL when the graph writes nothing in place */
 static bool candidate(tjp_alias *al, const tj_node *n) {
     if (tjp_has_effect(n)) return false;
-    for (int i = 0; i < tj_node_num_outputs(n); i++)
+    for (int i = 0; al && i < tj_node_num_outputs(n); i++)
         if (tjp_alias_flags(al, tj_node_output(n, i)) & TJP_ALIAS_MUTATED) return false;
     return true;
 }
@@ -136,8 +137,8 @@ tj_status tj_pass_cse(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "cse: the graph is NULL");
     tj_status st = tjp_for_subgraphs(g, tj_pass_cse);
     if (st) return st;
-    tjp_alias al;
-    if ((st = tjp_alias_build(&al, g))) return st;
+    tjp_alias al = {0}, *alp = tjp_writes_in_place(g) ? &al : NULL;
+    if (alp && (st = tjp_alias_build(&al, g))) return st;
     table t = {0};
     tj_node **dead = NULL;
     int n_dead = 0, cap_dead = 0;
@@ -147,7 +148,7 @@ tj_status tj_pass_cse(tj_graph *g) {
             table_clear(&t);
             continue;
         }
-        if (!candidate(&al, n)) continue;
+        if (!candidate(alp, n)) continue;
         bool oom = false;
         tj_node *m = table_find_or_add(&t, n, &oom);
         if (!oom && m && n_dead == cap_dead) {

@@ -25,6 +25,11 @@
 bool tjp_writes_input(const tj_node *n, int i);
 /* Whether n writes into any of its inputs (fusion groups: their subgraphs). */
 bool tjp_mutates(const tj_node *n);
+/* Whether some node of g's block writes an input in place. Without one no
+ * value is ever written, so the passes that only ask whether a value may be
+ * written (CSE, constant folding) or order reads after writes
+ * (canonicalize) need no alias analysis: building it hashes every value. */
+bool tjp_writes_in_place(const tj_graph *g);
 bool tjp_is_random(const tj_node *n);
 bool tjp_has_effect(const tj_node *n);
 

@@ -24,8 +24,20 @@
 
 typedef struct ctx {
     tj_graph *g;
-    tjp_alias al; /* built once per walk, kept up to date by redirect */
+    tjp_alias al; /* built at a walk's first question, kept up to date by redirect */
+    bool have_al;
+    tj_status al_status;
 } ctx;
+
+/* The alias analysis, built when a rule first asks (most graphs match no
+ * rule, and building it hashes every value); NULL when out of memory. */
+static tjp_alias *alias(ctx *c) {
+    if (!c->have_al && !c->al_status) {
+        c->al_status = tjp_alias_build(&c->al, c->g);
+        c->have_al = c->al_status == TJ_OK;
+    }
+    return c->have_al ? &c->al : NULL;
+}
 
 /* ---- guards ---------------------------------------------------------------------------- */
 
@@ -40,7 +52,9 @@ static bool layout_free_use(tj_use u) {
 
 static bool can_forward(ctx *c, tj_value *r, tj_value *x) {
     if (!tjp_same_shape_type(tj_value_type(r), tj_value_type(x))) return false;
-    unsigned fr = tjp_alias_flags(&c->al, r), fx = tjp_alias_flags(&c->al, x);
+    tjp_alias *al = alias(c);
+    if (!al) return false;
+    unsigned fr = tjp_alias_flags(al, r), fx = tjp_alias_flags(al, x);
     if ((fr | fx) & TJP_ALIAS_MUTATED) return false;
     if ((fr & TJP_ALIAS_OUTPUT) && (fx & (TJP_ALIAS_EXTERNAL | TJP_ALIAS_OUTPUT))) return false;
     if (tjp_surely_contiguous(x)) return true;
@@ -64,7 +78,7 @@ static bool can_bypass(tj_value *r, tj_value *x) {
  * is the one rewrite that changes what may share memory. */
 static bool redirect(ctx *c, tj_value *r, tj_value *x) {
     if (tj_value_replace_uses(r, x) != TJ_OK) return false;
-    tjp_alias_replaced(&c->al, r, x);
+    if (c->have_al) tjp_alias_replaced(&c->al, r, x); /* else built later, from the graph as it is */
     tjp_remove_if_dead(tj_value_node(r));
     return true;
 }
@@ -286,13 +300,12 @@ static const rule rules[] = {
 enum { N_RULES = sizeof rules / sizeof rules[0] };
 
 /* One walk over the block; returns whether a rule fired. The alias analysis
- * is built once per walk (rebuilding it after each rewrite made a graph of n
- * rewrites cost n^2) and follows the rewrites through redirect. */
+ * is built at most once per walk (rebuilding it after each rewrite made a
+ * graph of n rewrites cost n^2) and follows the rewrites through redirect. */
 static tj_status walk(ctx *c, bool *changed) {
     *changed = false;
-    tjp_alias_free(&c->al);
-    tj_status st = tjp_alias_build(&c->al, c->g);
-    if (st) return st;
+    if (c->have_al) tjp_alias_free(&c->al);
+    c->have_al = false;
     for (tj_node *n = tj_block_first(tj_graph_block(c->g)), *next; n; n = next) {
         next = tj_node_next(n);
         if (tj_node_kind_of(n) != TJ_NODE_OP || tj_node_num_outputs(n) != 1) continue;
@@ -301,6 +314,7 @@ static tj_status walk(ctx *c, bool *changed) {
             *changed = true;
             break;
         }
+        if (c->al_status) return c->al_status;
     }
     return TJ_OK;
 }
@@ -313,6 +327,6 @@ tj_status tj_pass_peephole(tj_graph *g) {
      * bound only guards against a rule that would undo another */
     bool changed = true;
     for (int round = 0; !st && changed && round < 1000; round++) st = walk(&c, &changed);
-    tjp_alias_free(&c.al);
+    if (c.have_al) tjp_alias_free(&c.al);
     return st;
 }
