@@ -736,7 +736,19 @@ tj_status tj_pass_fuse(tj_graph *g) {
             bool used = false; /* a dead consumer is DCE's to remove, not worth a group */
             for (int o = 0; o < tj_node_num_outputs(n); o++) used |= tj_value_num_uses(tj_node_output(n, o)) > 0;
             if (!used) continue;
-            for (int i = 0; i < tj_node_num_inputs(n) && st == TJ_OK; i++) {
+            /* grown: what the group absorbed during this scan of its inputs; an
+             * input refused before may merge now (its path to the group ran
+             * through the absorbed node), so a scan that grew the group is
+             * followed by another, rather than starting again at each absorb
+             * (a scan per absorbed node: the group's operands times its size) */
+            bool grown = false;
+            for (int i = 0; st == TJ_OK; i++) {
+                if (i == tj_node_num_inputs(n)) {
+                    if (!grown) break;
+                    grown = false;
+                    i = -1;
+                    continue;
+                }
                 tj_node *p = tj_value_node(tj_node_input(n, i));
                 tj_node_kind k = tj_node_kind_of(p);
                 if (k == TJ_NODE_PARAM || !can_merge(p, n, &memo)) continue;
@@ -744,8 +756,8 @@ tj_status tj_pass_fuse(tj_graph *g) {
                     bool row = tjf_row_op(p) != TJF_ROW_NONE;
                     if (absorb(p, n, &st)) {
                         note_absorbed(&memo, n, row);
-                        i = -1;
-                        changed = true;
+                        i--; /* input i was p's; the next one moved into its place */
+                        grown = changed = true;
                     }
                     continue;
                 }

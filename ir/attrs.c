@@ -228,7 +228,7 @@ tj_node *tj_node_create_op(tj_graph *g, const tj_op_info *op, tj_value *const *i
     }
     tj_node *n = tjir_node_new(g, TJ_NODE_OP, 0);
     if (!n) return NULL;
-    n->op = op;
+    tjir_set_op(n, op);
     if (tjir_init_attrs(n, attrs == NULL)) return abandon(n);
     for (int i = 0; attrs && i < n_attrs; i++) {
         const tj_arg *arg = &s->args[s->attr_pos[i]];

@@ -42,7 +42,7 @@ tj_value *tj_value_map_get(const tj_value_map *m, const tj_value *from) {
 
 /* Copies n's kind and attributes into the fresh node c (subgraphs deep). */
 static tj_status copy_attrs(tj_node *c, const tj_node *n) {
-    c->op = n->op;
+    tjir_set_op(c, n->op);
     c->line = n->line;
     c->n_attrs = n->n_attrs;
     if (!n->n_attrs) return TJ_OK;

@@ -134,7 +134,18 @@ tj_graph *tj_graph_new(void) {
     return g;
 }
 
+static bool writes_in_place(const tj_op_info *op) {
+    return op && tj_op_schema(op)->mutates_inputs;
+}
+
+void tjir_set_op(tj_node *n, const tj_op_info *op) {
+    if (writes_in_place(n->op)) n->graph->n_writers--;
+    n->op = op;
+    if (writes_in_place(op)) n->graph->n_writers++;
+}
+
 void tjir_release_node(tj_node *n) {
+    if (writes_in_place(n->op)) n->graph->n_writers--; /* released once: destroyed or freed */
     if (n->tensor) tj_release(n->tensor);
     n->tensor = NULL;
     if (n->subgraph) {
@@ -159,6 +170,11 @@ void tj_graph_free(tj_graph *g) {
 /* A NULL handle given to an accessor: keeps an error already pending (it
  * names the call that returned the NULL), else names this one. */
 #define NULL_ARG(fn, what) tjc_last_or(TJ_ERR_ARG, fn ": " what " is NULL")
+
+bool tj_graph_writes_in_place(const tj_graph *g) {
+    if (!g) return NULL_ARG("tj_graph_writes_in_place", "the graph"), false;
+    return g->n_writers > 0;
+}
 
 tj_block *tj_graph_block(tj_graph *g) {
     return g ? &g->block : (NULL_ARG("tj_graph_block", "the graph"), NULL);

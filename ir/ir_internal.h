@@ -109,7 +109,13 @@ struct tj_graph {
     const tj_type **types;
     size_t types_cap, types_n;
     const tj_type *last_type; /* the one interned last */
+    /* op nodes made and not destroyed whose op writes an input in place: none
+     * means no value of the graph is ever written (tj_graph_writes_in_place) */
+    int n_writers;
 };
+
+/* Gives n its op (and counts it among the graph's writers). */
+void tjir_set_op(tj_node *n, const tj_op_info *op);
 
 /* g's copy of t (its entries past ndim ignored); NULL when out of memory. */
 const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t);

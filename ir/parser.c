@@ -128,7 +128,7 @@ static tj_node *make_node(tjir_parser *p, const char *name) {
         oom(p);
         return NULL;
     }
-    n->op = op;
+    tjir_set_op(n, op);
     n->line = p->tok.line;
     if (tjir_init_attrs(n, false) != TJ_OK) {
         oom(p);

@@ -35,11 +35,7 @@ bool tjp_mutates(const tj_node *n) {
     return false;
 }
 
-bool tjp_writes_in_place(const tj_graph *g) {
-    for (const tj_node *n = tj_block_first(tj_graph_block((tj_graph *)g)); n; n = tj_node_next(n))
-        if (tjp_mutates(n)) return true;
-    return false;
-}
+bool tjp_writes_in_place(const tj_graph *g) { return tj_graph_writes_in_place(g); }
 
 bool tjp_is_random(const tj_node *n) {
     const tj_op_info *op = tj_node_op(n);

@@ -288,6 +288,28 @@ static void test_replace_and_destroy(void **state) {
     assert_int_equal(tj_graph_verify(g), TJ_OK);
     irt_assert_prints(g, TJ_PRINT_CANONICAL | TJ_PRINT_NO_TYPES,
                       "graph(%x):\n  %1 = aten::mul(%x, %x)\n  return (%1)\n");
+    /* a graph knows whether it writes in place: an in-place op's node, its
+     * copy's, none once destroyed */
+    {
+        tj_graph *h = tj_graph_new();
+        tj_value *x = add_input(h, "x"), *y = add_input(h, "y");
+        assert_false(tj_graph_writes_in_place(h));
+        tj_value *xy[2] = {x, y};
+        tj_node *add = tj_node_create_op(h, irt_op("aten::add"), xy, 2, NULL, 0, 1);
+        assert_non_null(add);
+        assert_false(tj_graph_writes_in_place(h));
+        tj_node *add_ = tj_node_create_op(h, irt_op("aten::add_"), xy, 2, NULL, 0, 1);
+        assert_non_null(add_);
+        assert_int_equal(tj_block_append(tj_graph_block(h), add_), TJ_OK);
+        assert_true(tj_graph_writes_in_place(h));
+        tj_graph *copy = tj_graph_clone(h, NULL);
+        assert_non_null(copy);
+        assert_true(tj_graph_writes_in_place(copy));
+        assert_int_equal(tj_node_destroy(add_), TJ_OK);
+        assert_false(tj_graph_writes_in_place(h));
+        tj_graph_free(copy);
+        tj_graph_free(h);
+    }
     /* many outputs and unused inputs removed at once keep the others' order */
     {
         tj_graph *h = tj_graph_new();

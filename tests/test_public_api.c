@@ -472,7 +472,7 @@ static const api_entry table[] = {
      "tj_type_list tj_type_equal tj_type_check tj_type_to_string", tt_api_types},
     {"tj_graph_new tj_graph_free tj_graph_block tj_graph_owner tj_graph_add_input "
      "tj_graph_num_inputs tj_graph_input tj_graph_add_output tj_graph_num_outputs "
-     "tj_graph_output", tt_api_graphs},
+     "tj_graph_output tj_graph_writes_in_place", tt_api_graphs},
     {"tj_block_graph tj_block_num_inputs tj_block_input tj_block_add_input "
      "tj_block_remove_input tj_block_num_outputs tj_block_output tj_block_add_output "
      "tj_block_set_output tj_block_remove_output tj_block_remove_inputs "

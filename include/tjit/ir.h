@@ -98,6 +98,10 @@ tj_value *tj_graph_input(const tj_graph *g, int i);
 tj_status tj_graph_add_output(tj_graph *g, tj_value *v);
 int tj_graph_num_outputs(const tj_graph *g);
 tj_value *tj_graph_output(const tj_graph *g, int i);
+/* Whether some op node of g (its own block, not a group's subgraph) writes
+ * an input in place, by its op's schema (a Tensor(a!) argument): false means
+ * no value of g is ever written, which passes use to skip alias analysis. */
+bool tj_graph_writes_in_place(const tj_graph *g);
 
 tj_graph *tj_block_graph(const tj_block *b);
 int tj_block_num_inputs(const tj_block *b);

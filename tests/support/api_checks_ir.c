@@ -46,6 +46,7 @@ void tt_api_graphs(void) {
     FAILS_STATUS(tj_graph_add_output(G, NULL));
     FAILS_WITH(tj_graph_num_outputs(NULL), -1);
     FAILS_NULL(tj_graph_output(NULL, 0));
+    FAILS_WITH(tj_graph_writes_in_place(NULL), false);
     FAILS_NULL(tj_graph_output(G, 1));
     assert_int_equal(tj_graph_num_inputs(G), 1);
     assert_int_equal(tj_graph_num_outputs(G), 1);
