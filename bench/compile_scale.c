@@ -12,7 +12,8 @@
  *
  * --max N leaves out the sizes above N (the wide graph with LLVM stops at
  * 10k nodes: LLVM compiles each of its distinct groups); --only runs the
- * rows whose name contains TEXT. Each figure is the median of three runs.
+ * rows whose name contains TEXT. Each figure is the median of three runs
+ * after one unmeasured run.
  * Target: time per 1k nodes flat within 2x from 1k to 200k,
  * and 200k nodes compiled and replayed in under 5 s. */
 #include <stdio.h>
@@ -89,8 +90,11 @@ static void run_variant(const variant *v, const int64_t *sizes, int n_sizes, tj_
     for (int s = 0; s < n_sizes; s++) {
         int64_t n = sizes[s];
         if (n > v->max_nodes) continue;
-        /* a median of three at every size: one run of a large graph varies by 10-20%
-         * here (page faults, the memory it first touches) */
+        /* one run unmeasured, then the median of three, at every size: one run of a
+         * large graph varies by 10-20% here, and the first of a size pays for
+         * memory the process had not touched yet (a small graph's first run
+         * after a large one does not), which would skew the ratios between sizes */
+        (void)measure(v, n, in, n_in);
         row_times t = measure(v, n, in, n_in), b = measure(v, n, in, n_in), c = measure(v, n, in, n_in);
         t = (row_times){median3(t.trace, b.trace, c.trace), median3(t.compile, b.compile, c.compile),
                         median3(t.replay, b.replay, c.replay)};
@@ -142,7 +146,7 @@ int main(int argc, char **argv) {
     int64_t x_sizes[2] = {2, 4};
     tj_tensor *x = tj_randn(x_sizes, 2, TJ_F64, gen);
     if (!x) die("inputs");
-    printf("compile_scale: %d threads; seconds (medians of 3 runs)\n",
+    printf("compile_scale: %d threads; seconds (medians of 3 runs after a warm-up run)\n",
            tj_get_num_threads());
     bench_print_isa();
     printf("\n| graph | nodes | trace s | compile s | first replay s | compile + replay s "

@@ -61,25 +61,29 @@ struct tj_value {
 };
 
 struct tj_node {
+    /* what every walk reads first, in the node's first 64 bytes: a pass over
+     * a graph too large for the caches misses once per node, not three times */
     tj_node_kind kind;
+    int n_inputs, n_outputs;
     const tj_op_info *op; /* TJ_NODE_OP */
-    tj_graph *graph;
-    tj_block *block;      /* NULL while not in a block */
     tj_node *prev, *next; /* block order */
-    int64_t pos;          /* topological position, increasing along the block */
     tj_value **inputs;
-    int *use_at; /* where input i's use sits in inputs[i]->uses: O(1) removal */
-    int n_inputs, cap_inputs; /* cap_inputs: of inputs and use_at both */
     tj_value **outputs;
-    int n_outputs, cap_outputs;
+    int64_t pos;          /* topological position, increasing along the block */
+    /* the rest */
+    tj_block *block;      /* NULL while not in a block */
+    tj_graph *graph;
+    int *use_at; /* where input i's use sits in inputs[i]->uses: O(1) removal */
+    int cap_inputs;       /* of inputs and use_at both */
+    int cap_outputs;
     /* attributes: parallel arrays so that attrs can go to tj_invoke as it is */
     tj_attr *attrs;
     tj_attr_kind *attr_kinds;
     const char **attr_names; /* the schema's or the prim table's strings */
     int n_attrs;
+    int id;
     tj_tensor *tensor;   /* TJ_ATTR_TENSOR, owned reference */
     tj_graph *subgraph;  /* TJ_ATTR_GRAPH, owned */
-    int id;
     int line; /* the text line it was parsed from, else 0 */
     bool destroyed;
     tj_node *all_next; /* every node the graph made, for tj_graph_free */
