@@ -72,6 +72,17 @@ static tj_status complete_types(tj_node *n) {
         st = tjc_error(TJ_ERR_INTERNAL, "autodiff: %s typed %d outputs, expected %d", op->name, made,
                        n_out);
     for (int o = 0; !st && o < n_out; o++) st = tj_value_set_type(tj_node_output(n, o), &out[o]);
+    /* sizes left unknown (a graph typed for several shapes) keep their types,
+     * as before: only a dtype or rank nobody knows stops the gradient unseen */
+    bool dtypes_known = true;
+    for (int o = 0; o < n_out; o++) {
+        const tj_type *t = tj_value_type(tj_node_output(n, o));
+        dtypes_known &= t->kind != TJ_TYPE_TENSOR || (t->dtype != TJ_UNKNOWN && t->ndim != TJ_UNKNOWN);
+    }
+    if (st && st != TJ_ERR_MEMORY && dtypes_known) {
+        tj_clear_error();
+        st = TJ_OK;
+    }
     if (st && st != TJ_ERR_MEMORY) {
         char cause[512];
         snprintf(cause, sizeof cause, "%s", tj_last_error());
