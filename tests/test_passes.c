@@ -257,7 +257,7 @@ static void golden(const char *dir, int at_least) {
 static void test_golden_dce(void **state) { (void)state; golden("dce", 5); }
 static void test_golden_cse(void **state) { (void)state; golden("cse", 5); }
 static void test_golden_constant_fold(void **state) { (void)state; golden("constant_fold", 4); }
-static void test_golden_peephole(void **state) { (void)state; golden("peephole", 6); }
+static void test_golden_peephole(void **state) { (void)state; golden("peephole", 7); }
 static void test_golden_canonicalize(void **state) { (void)state; golden("canonicalize", 2); }
 static void test_golden_pipeline(void **state) { (void)state; golden("pipeline", 1); }
 
