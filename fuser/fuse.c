@@ -194,7 +194,8 @@ static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, boo
         tj_type piece = tj_type_tensor_of((tj_dtype)at->dtype, sizes, at->ndim);
         for (int j = 0; j < chunks; j++) {
             pieces[i][j] = tj_node_output(c, j);
-            tj_value_set_type(pieces[i][j], &piece);
+            tj_status st = tj_value_set_type(pieces[i][j], &piece);
+            if (st) return st;
         }
     }
     for (int j = 0; j < chunks; j++) {
@@ -205,8 +206,8 @@ static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, boo
                                        tj_node_num_attrs(p), 1);
         tj_value *v = append_before(k, q);
         if (!v) return tj_last_status();
-        tj_value_set_type(v, tj_value_type(tj_node_output(k, j)));
-        tj_status st = tj_value_replace_uses(tj_node_output(k, j), v);
+        tj_status st = tj_value_set_type(v, tj_value_type(tj_node_output(k, j)));
+        if (!st) st = tj_value_replace_uses(tj_node_output(k, j), v);
         if (st) return st;
     }
     tj_status st = tj_node_destroy(k);
@@ -473,8 +474,8 @@ static tj_status copy_member(builder *B, tj_node *m) {
     }
     if (!copy || tj_block_append(tj_graph_block(B->sub), copy) != TJ_OK) return tj_last_status();
     for (int o = 0; o < tj_node_num_outputs(m); o++) {
-        tj_value_set_type(tj_node_output(copy, o), tj_value_type(tj_node_output(m, o)));
-        tj_status st = tj_value_map_set(B->map, tj_node_output(m, o), tj_node_output(copy, o));
+        tj_status st = tj_value_set_type(tj_node_output(copy, o), tj_value_type(tj_node_output(m, o)));
+        if (!st) st = tj_value_map_set(B->map, tj_node_output(m, o), tj_node_output(copy, o));
         if (st) return st;
     }
     return TJ_OK;
@@ -560,7 +561,7 @@ static bool absorb(tj_node *p, tj_node *c, tj_status *st) {
         return false;
     }
     tj_value *inner_out = tj_node_output(copy, 0);
-    tj_value_set_type(inner_out, tj_value_type(out));
+    if ((*st = tj_value_set_type(inner_out, tj_value_type(out)))) return false;
     int j = 0;
     while (tj_node_input(c, j) != out) j++;
     if ((*st = tj_value_replace_uses(tj_block_input(b, j), inner_out)) ||
@@ -698,8 +699,7 @@ static tj_status fuse_concat(tj_node *cat, tj_node *grp) {
     tj_node *inner = tj_node_create_op(sub, tj_node_op(cat), pieces, n, tj_node_attrs(cat),
                                        tj_node_num_attrs(cat), 1);
     if (!inner || tj_block_append(b, inner) != TJ_OK) return tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY;
-    tj_value_set_type(tj_node_output(inner, 0), tj_value_type(tj_node_output(cat, 0)));
-    tj_status st = TJ_OK;
+    tj_status st = tj_value_set_type(tj_node_output(inner, 0), tj_value_type(tj_node_output(cat, 0)));
     for (int i = n - 1; i >= 0 && st == TJ_OK; i--) st = tj_block_remove_output(b, i);
     if (!st) st = tj_graph_add_output(sub, tj_node_output(inner, 0));
     /* the group node: one output, the concatenation's type, in place of the cat */

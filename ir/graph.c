@@ -12,8 +12,13 @@
 /* ---- creation ---------------------------------------------------------------- */
 
 tj_node *tjir_node_new(tj_graph *g, tj_node_kind kind, int n_outputs) {
-    tj_node *n = tjir_alloc(&g->arena, sizeof *n);
+    tj_node *n = tjir_alloc(&g->node_arena, sizeof *n);
     if (!n) return NULL;
+    n->inputs = n->inline_inputs;
+    n->use_at = n->inline_use_at;
+    n->cap_inputs = TJIR_INLINE_INPUTS;
+    n->outputs = n->inline_outputs;
+    n->cap_outputs = TJIR_INLINE_OUTPUTS;
     n->kind = kind;
     n->graph = g;
     n->id = g->next_node_id++;
@@ -99,7 +104,7 @@ const tj_type *tjir_intern_type(tj_graph *g, const tj_type *t) {
 }
 
 tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
-    tj_value *v = tjir_alloc(&g->arena, sizeof *v);
+    tj_value *v = tjir_alloc(&g->value_arena, sizeof *v);
     if (!v) return NULL;
     if (type) {
         v->type = tjir_intern_type(g, type);
@@ -163,6 +168,8 @@ void tj_graph_free(tj_graph *g) {
     tjir_map_clear(&g->names);
     tjir_map_clear(&g->suffixes);
     tjir_arena_free(&g->arena);
+    tjir_arena_free(&g->node_arena);
+    tjir_arena_free(&g->value_arena);
     tjc_free(g->types);
     tjc_free(g);
 }

@@ -60,6 +60,8 @@ struct tj_value {
     int64_t scratch; /* the running pass's */
 };
 
+enum { TJIR_INLINE_INPUTS = 2, TJIR_INLINE_OUTPUTS = 1 };
+
 struct tj_node {
     /* what every walk reads first, in the node's first 64 bytes: a pass over
      * a graph too large for the caches misses once per node, not three times */
@@ -88,6 +90,11 @@ struct tj_node {
     bool destroyed;
     tj_node *all_next; /* every node the graph made, for tj_graph_free */
     int64_t scratch;   /* the running pass's */
+    /* inputs, their use positions and outputs live here while they fit (most
+     * nodes): a walk reads them without leaving the node */
+    tj_value *inline_inputs[TJIR_INLINE_INPUTS];
+    int inline_use_at[TJIR_INLINE_INPUTS];
+    tj_value *inline_outputs[TJIR_INLINE_OUTPUTS];
 };
 
 struct tj_block {
@@ -99,6 +106,11 @@ struct tj_block {
 
 struct tj_graph {
     tjir_arena arena;
+    /* nodes and values each in an arena of their own, one after another at a
+     * fixed stride: a walk over a graph larger than the caches then reads
+     * memory in a pattern the hardware prefetches, where nodes interleaved
+     * with arrays of every size made each step a miss */
+    tjir_arena node_arena, value_arena;
     tj_block block;
     tj_node *owner;
     tj_node *all_nodes;

@@ -257,8 +257,8 @@ static tj_status dropout_with_mask(tj_graph *g) {
         tj_node *m = st ? NULL : tj_node_create_op(g, native, &x, 1, a, native->schema.n_attrs, 2);
         if (!m) return st ? st : tj_last_status();
         if ((st = tj_node_insert_before(m, n))) return st;
-        for (int k = 0; k < 2; k++) tj_value_set_type(tj_node_output(m, k), &types[k]);
-        if ((st = tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0))) ||
+        for (int k = 0; k < 2 && !st; k++) st = tj_value_set_type(tj_node_output(m, k), &types[k]);
+        if (st || (st = tj_value_replace_uses(tj_node_output(n, 0), tj_node_output(m, 0))) ||
             (st = tj_node_destroy(n)))
             return st;
         n = m;

@@ -132,7 +132,8 @@ static tj_status graph_emit(tjg_emitter *base, const tj_op_info *op, const tjg_v
     tj_node *n = tj_node_create_op(e->g, op, values, n_in, attrs, op->schema.n_attrs, n_out);
     if (!n || tj_block_append(tj_graph_block(e->g), n) != TJ_OK) return tj_last_status();
     for (int k = 0; k < n_out; k++) {
-        tj_value_set_type(tj_node_output(n, k), &out_types[k]);
+        tj_status st = tj_value_set_type(tj_node_output(n, k), &out_types[k]);
+        if (st) return st;
         out[k] = tj_node_output(n, k);
     }
     return TJ_OK;

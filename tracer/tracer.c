@@ -222,7 +222,11 @@ static void on_after(void *ctx, void *token, tj_tensor *const *out, int n_out) {
     /* ... but not the outputs (an in-place op's output is its input) ... */
     for (int i = 0; i < n_out; i++) {
         tj_type ty = tj_type_of_tensor(out[i]);
-        tj_value_set_type(tj_node_output(n, i), &ty);
+        if (tj_value_set_type(tj_node_output(n, i), &ty) != TJ_OK) {
+            fail(tr, TJ_ERR_MEMORY, "out of memory");
+            pd->op = NULL;
+            return;
+        }
         map(tr, out[i], tj_node_output(n, i));
     }
     /* ... nor the other tensors written, which stand for the same value */
