@@ -31,7 +31,13 @@
 typedef struct verifier {
     const char *where; /* "" or "in prim::FusionGroup_0 of node #3: " */
     const tj_graph *g;
-    tjir_map defined;  /* value -> 1 once its definition is passed */
+    /* the values whose definition is passed: by id (ids are below the
+     * graph's next_value_id), a direct lookup where a hash map spread over a
+     * large graph's values missed the cache each time; a value whose id is out
+     * of range or shared goes to the map instead, so the answer stays exact */
+    const tj_value **defined_by_id;
+    int n_ids;
+    tjir_map defined;
     tjir_map names;    /* name -> value */
     long n_inputs;     /* inputs seen, to compare with uses counted */
     long n_uses;
@@ -39,6 +45,19 @@ typedef struct verifier {
 
 static tj_status fail(verifier *v, const tj_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+static bool is_defined(const verifier *v, const tj_value *x) {
+    if (x->id >= 0 && x->id < v->n_ids && v->defined_by_id[x->id] == x) return true;
+    return tjir_map_get(&v->defined, x) != NULL;
+}
+
+static bool mark_defined(verifier *v, const tj_value *x) {
+    if (x->id >= 0 && x->id < v->n_ids && !v->defined_by_id[x->id]) {
+        v->defined_by_id[x->id] = x;
+        return true;
+    }
+    return tjir_map_put(&v->defined, x, (void *)1);
+}
 
 static tj_status fail(verifier *v, const tj_node *n, const char *fmt, ...) {
     char msg[512], node[160] = "";
@@ -134,7 +153,7 @@ static tj_status check_definition(verifier *v, const tj_node *n, int i) {
     if (x->node != n || x->offset != i)
         return fail(v, n, "output %d (%s) names another definer or position", i,
                     vname(x, buf, sizeof buf));
-    if (tjir_map_get(&v->defined, x)) return fail(v, n, "%s is defined twice", vname(x, buf, sizeof buf));
+    if (is_defined(v, x)) return fail(v, n, "%s is defined twice", vname(x, buf, sizeof buf));
     if (tj_type_check(x->type) != TJ_OK)
         return fail(v, n, "the type of %s is malformed: %s", vname(x, buf, sizeof buf),
                     tj_last_error());
@@ -162,7 +181,7 @@ static tj_status check_definition(verifier *v, const tj_node *n, int i) {
         return fail(v, n, "the use list of %s holds input %d of node #%d twice",
                     vname(x, buf, sizeof buf), twice->index, twice->user->id);
     v->n_uses += x->n_uses;
-    if (!tjir_map_put(&v->defined, x, (void *)1)) return oom();
+    if (!mark_defined(v, x)) return oom();
     return TJ_OK;
 }
 
@@ -199,7 +218,7 @@ static tj_status check_inputs(verifier *v, const tj_node *n) {
         if (!x) return fail(v, n, "input %d is NULL", i);
         if (x->node->graph != v->g)
             return fail(v, n, "input %d (%s) comes from another graph", i, vname(x, buf, sizeof buf));
-        if (!tjir_map_get(&v->defined, x)) {
+        if (!is_defined(v, x)) {
             const tj_node *d = x->node;
             if (d->block == &v->g->block && !d->destroyed)
                 return fail(v, n, "input %d (%s) is used before its definition (topological "
@@ -453,7 +472,10 @@ static tj_status verify_graph(const tj_graph *g, const char *where) {
     verifier v = {.where = where, .g = g};
     tjir_map_init(&v.defined, false);
     tjir_map_init(&v.names, true);
-    tj_status st = run(&v);
+    v.n_ids = g->next_value_id > 0 ? g->next_value_id : 0;
+    v.defined_by_id = tjc_calloc((size_t)(v.n_ids ? v.n_ids : 1), sizeof *v.defined_by_id);
+    tj_status st = v.defined_by_id ? run(&v) : oom();
+    tjc_free(v.defined_by_id);
     tjir_map_clear(&v.defined);
     tjir_map_clear(&v.names);
     return st;
