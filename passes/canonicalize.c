@@ -219,7 +219,7 @@ tj_status tj_pass_canonicalize(tj_graph *g) {
     if (!c.oom) hash_nodes(&c);
     /* with no write in place, effects keep their order and reads need none:
      * an empty analysis knows no class */
-    bool writes = !c.oom && tjp_writes_in_place(g);
+    bool writes = !c.oom && tj_graph_writes_in_place(g);
     if (!c.oom && (st = writes ? tjp_alias_build(&c.al, g) : TJ_OK) == TJ_OK) {
         effect_order(&c);
         if (!c.oom) st = reorder(&c);

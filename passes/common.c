@@ -35,8 +35,6 @@ bool tjp_mutates(const tj_node *n) {
     return false;
 }
 
-bool tjp_writes_in_place(const tj_graph *g) { return tj_graph_writes_in_place(g); }
-
 bool tjp_is_random(const tj_node *n) {
     const tj_op_info *op = tj_node_op(n);
     return op && tjc_op_is_random(op);

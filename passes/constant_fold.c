@@ -125,7 +125,7 @@ static tj_status replace(tj_graph *g, tj_node *n, tj_tensor **res, int n_out) {
 
 tj_status tj_pass_constant_fold(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "constant_fold: the graph is NULL");
-    tjp_alias al = {0}, *alp = tjp_writes_in_place(g) ? &al : NULL;
+    tjp_alias al = {0}, *alp = tj_graph_writes_in_place(g) ? &al : NULL;
     tj_status st = alp ? tjp_alias_build(&al, g) : TJ_OK;
     if (st) return st;
     enum { SMALL = 16 };

@@ -98,7 +98,8 @@ static tj_node *table_find_or_add(table *t, tj_node *n, bool *oom) {
     return NULL;
 }
 
-/* al: NULL when the graph writes nothing in place */
+/* al: NULL when the graph writes nothing in place (then no value is written,
+ * and building the analysis would only hash every value) */
 static bool candidate(tjp_alias *al, const tj_node *n) {
     if (tjp_has_effect(n)) return false;
     for (int i = 0; al && i < tj_node_num_outputs(n); i++)
@@ -137,7 +138,7 @@ tj_status tj_pass_cse(tj_graph *g) {
     if (!g) return tjc_error(TJ_ERR_ARG, "cse: the graph is NULL");
     tj_status st = tjp_for_subgraphs(g, tj_pass_cse);
     if (st) return st;
-    tjp_alias al = {0}, *alp = tjp_writes_in_place(g) ? &al : NULL;
+    tjp_alias al = {0}, *alp = tj_graph_writes_in_place(g) ? &al : NULL;
     if (alp && (st = tjp_alias_build(&al, g))) return st;
     table t = {0};
     tj_node **dead = NULL;

@@ -25,11 +25,6 @@
 bool tjp_writes_input(const tj_node *n, int i);
 /* Whether n writes into any of its inputs (fusion groups: their subgraphs). */
 bool tjp_mutates(const tj_node *n);
-/* Whether some node of g's block writes an input in place. Without one no
- * value is ever written, so the passes that only ask whether a value may be
- * written (CSE, constant folding) or order reads after writes
- * (canonicalize) need no alias analysis: building it hashes every value. */
-bool tjp_writes_in_place(const tj_graph *g);
 bool tjp_is_random(const tj_node *n);
 bool tjp_has_effect(const tj_node *n);
 
@@ -62,7 +57,11 @@ typedef struct tjp_alias {
     int n, cap;
 } tjp_alias;
 
-/* Analyses the top-level block of g. TJ_OK or TJ_ERR_MEMORY. */
+/* Analyses the top-level block of g. TJ_OK or TJ_ERR_MEMORY. A pass that
+ * only asks whether a value may be written (CSE, constant folding, the
+ * order canonicalize keeps between reads and writes) skips it when
+ * tj_graph_writes_in_place(g) says no node writes: building it hashes every
+ * value. */
 tj_status tjp_alias_build(tjp_alias *a, tj_graph *g);
 void tjp_alias_free(tjp_alias *a);
 /* The class of v (its root's number), or -1 for a value the analysis does not know. */
