@@ -529,3 +529,37 @@ tj_status tjc_infer_unbind(const tjc_call *c, int *n_out) {
     }
     return TJ_OK;
 }
+
+/* attrs: offset, dim1, dim2. The diagonal's elements, offset above the main
+ * one (below when negative), as a new last dim; dim1 and dim2 go. */
+tj_status tjc_infer_diagonal(const tjc_call *c, int *n_out) {
+    const tj_tensor *t = c->in[0];
+    const char *op = c->op->name;
+    int d1, d2;
+    tj_status st;
+    if ((st = tjc_wrap_dim(op, c->attr[1].i, t->ndim, &d1)) ||
+        (st = tjc_wrap_dim(op, c->attr[2].i, t->ndim, &d2)))
+        return st;
+    if (d1 == d2)
+        return tjc_error(TJ_ERR_ARG, "%s: diagonal dimensions cannot be identical: dim1=%lld and "
+                         "dim2=%lld are both dim %d", op, (long long)c->attr[1].i,
+                         (long long)c->attr[2].i, d1);
+    int64_t k = c->attr[0].i, n1 = t->sizes[d1], n2 = t->sizes[d2];
+    int64_t len = k >= 0 ? (n1 < n2 - k ? n1 : n2 - k) : (n1 + k < n2 ? n1 + k : n2);
+    *n_out = 1;
+    tjc_meta *m = &c->meta[0];
+    view_meta(m, t);
+    /* len > 0 bounds |k| by a size, so the products cannot overflow; an empty
+     * diagonal keeps the offset, as PyTorch's does */
+    if (len > 0)
+        m->offset += k >= 0 ? k * t->strides[d2] : -k * t->strides[d1];
+    else
+        len = 0;
+    int64_t stride = t->strides[d1] + t->strides[d2];
+    drop_dim(m, d1 > d2 ? d1 : d2);
+    drop_dim(m, d1 > d2 ? d2 : d1);
+    m->sizes[m->ndim] = len;
+    m->strides[m->ndim] = stride;
+    m->ndim++;
+    return TJ_OK;
+}

@@ -3,6 +3,7 @@
  * dropout, and the reasons the others (gradient ops, random draws) have no
  * ONNX form. Sizes come from the values' types; with allow_size_change,
  * Reshape and Expand keep the input's dims by 0 and 1 entries. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "tjo.h"
@@ -115,6 +116,28 @@ static tj_status ex_slice(tjo_exporter *ex, const tj_node *n, const char *const 
     for (int i = 1; i < 5; i++)
         if (!ins[i]) return tjo_done(ex, NULL);
     return tjo_done(ex, tjo_node(ex, "Slice", ins, 5, out, 1) ? out[0] : NULL);
+}
+
+/* diagonal: dim1 and dim2 moved last and joined into one (Transpose, Reshape),
+ * then Gather of the diagonal's positions in it. */
+static tj_status ex_diagonal(tjo_exporter *ex, const tj_node *n, const char *const *in, const char *const *out) {
+    const tj_type *t = tjo_in_type(n, 0);
+    int r = t->ndim, d1 = (int)wrap(tj_node_attr(n, 1)->i, r), d2 = (int)wrap(tj_node_attr(n, 2)->i, r);
+    int64_t k = tj_node_attr(n, 0)->i, n1 = t->sizes[d1], n2 = t->sizes[d2];
+    int64_t perm[TJ_MAX_DIMS], shape[TJ_MAX_DIMS], m = 0;
+    for (int d = 0; d < r; d++)
+        if (d != d1 && d != d2) perm[m] = d, shape[m++] = 0; /* Reshape's 0 keeps the size */
+    perm[r - 2] = d1, perm[r - 1] = d2;
+    shape[r - 2] = n1 * n2;
+    int64_t len = tjo_out_type(n, 0)->sizes[r - 2], *at = malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
+    if (!at) return tjo_done(ex, NULL);
+    for (int64_t j = 0; j < len; j++) at[j] = (j + (k < 0 ? -k : 0)) * n2 + j + (k > 0 ? k : 0);
+    const char *moved = op_ints(ex, "Transpose", in[0], "perm", perm, r, NULL);
+    const char *flat = moved ? tjo_op2(ex, "Reshape", moved, tjo_x_const_ints(ex, shape, r - 1), NULL) : NULL;
+    const char *ins[2] = {flat, flat ? tjo_x_const_ints(ex, at, (int)len) : NULL};
+    free(at);
+    Onnx__NodeProto *g = ins[1] ? tjo_node(ex, "Gather", ins, 2, out, 1) : NULL;
+    return tjo_done(ex, g && tjo_set_int(ex, g, "axis", r - 2) ? out[0] : NULL);
 }
 
 /* chunk, split, split_with_sizes, unbind and prim::ConstantChunk: Split by the outputs' sizes. */
@@ -458,6 +481,8 @@ static tj_status ex_new_zeros(tjo_exporter *ex, const tj_node *n, const char *co
 }
 
 #define GRAD "a gradient op: backward graphs stay in tjit (export the forward graph)"
+#define SCATTER "no export rule: ONNX's ScatterND could carry it, but tjit's importer has no " \
+                "ScatterND to read it back"
 const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_view, ex_reshape, "Reshape"}, {TJ_OP_reshape, ex_reshape, "Reshape"},
     {TJ_OP_flatten, ex_reshape, "Flatten (start_dim 1 to the end), else Reshape"},
@@ -469,6 +494,9 @@ const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_chunk, ex_split, "Split (also prim::ConstantChunk)"}, {TJ_OP_split, ex_split, "Split"},
     {TJ_OP_split_with_sizes, ex_split, "Split"}, {TJ_OP_unbind, ex_split, "Split and Squeeze"},
     {TJ_OP_cat, ex_cat, "Concat"}, {TJ_OP_stack, ex_cat, "Unsqueeze and Concat"},
+    {TJ_OP_diagonal, ex_diagonal, "Transpose, Reshape and Gather"},
+    {TJ_OP_select_scatter, NULL, SCATTER}, {TJ_OP_slice_scatter, NULL, SCATTER},
+    {TJ_OP_diagonal_scatter, NULL, SCATTER},
     {TJ_OP_select_backward, NULL, GRAD}, {TJ_OP_slice_backward, NULL, GRAD},
     {TJ_OP_new_zeros, ex_new_zeros, "ConstantOfShape"},
     {TJ_OP_mm, ex_matmul, "MatMul"}, {TJ_OP_bmm, ex_matmul, "MatMul"}, {TJ_OP_matmul, ex_matmul, "MatMul"},

@@ -10,12 +10,15 @@
  * outputs' gradients with cat or stack, filling the pieces nobody
  * differentiated with new_zeros, and write a lone gradient straight into
  * zeros with slice_backward or select_backward. cat and stack hand each
- * input its part of g, converted to the input's dtype.
+ * input its part of g, converted to the input's dtype. diagonal writes g
+ * into zeros with diagonal_scatter; a scatter hands src the part of g its
+ * view picks and self g with that part zeroed (a scatter of zeros).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/scatter.h"
 #include "grad.h"
 
 #define G (c->grad_out[0])
@@ -126,6 +129,33 @@ static tj_status d_slice(tjg_ctx *c) {
     tj_type t = in_type(c, 0);
     const tj_attr *a = c->attrs;
     c->grad_in[0] = slice_back(c, G, &t, a[0].i, a[1].i, a[2].i, a[3].i);
+    return TJ_OK;
+}
+
+static tjg_val zeros_of(tjg_ctx *c, tjg_val g, const tj_type *t) {
+    tj_attr size = ints(t->sizes, t->ndim);
+    return g ? tjg_op(c, TJ_OP_new_zeros, &g, 1, &size) : NULL;
+}
+
+static tj_status d_diagonal(tjg_ctx *c) { /* attrs: offset, dim1, dim2 */
+    if (!c->needs[0] || !G) return TJ_OK;
+    tj_type t = in_type(c, 0);
+    tjg_val in[2] = {zeros_of(c, G, &t), G};
+    c->grad_in[0] = in[0] ? tjg_op(c, TJ_OP_diagonal_scatter, in, 2, c->attrs) : NULL;
+    return TJ_OK;
+}
+
+static tj_status d_scatter(tjg_ctx *c) { /* self, src; attrs: the view's */
+    if (!G) return TJ_OK;
+    if (c->needs[1]) {
+        tjg_val part = tjg_op(c, tjc_scatter_view_op(c->op->id), &c->grad_out[0], 1, c->attrs);
+        c->grad_in[1] = part ? tjg_sum_to_input(c, part, 1) : NULL; /* in src's dtype */
+    }
+    if (c->needs[0]) {
+        tj_type src = in_type(c, 1);
+        tjg_val in[2] = {G, zeros_of(c, G, &src)};
+        c->grad_in[0] = in[1] ? tjg_op(c, c->op->id, in, 2, c->attrs) : NULL;
+    }
     return TJ_OK;
 }
 
@@ -336,6 +366,10 @@ const tjg_rule_entry tjg_rules_view[] = {
     {TJ_OP_split, d_split, NULL},
     {TJ_OP_split_with_sizes, d_split, NULL},
     {TJ_OP_unbind, d_unbind, NULL},
+    {TJ_OP_diagonal, d_diagonal, NULL},
+    {TJ_OP_select_scatter, d_scatter, NULL},
+    {TJ_OP_slice_scatter, d_scatter, NULL},
+    {TJ_OP_diagonal_scatter, d_scatter, NULL},
     {TJ_OP_reshape, d_reshape, NULL},
     {TJ_OP_flatten, d_reshape, NULL},
     {TJ_OP_contiguous, d_identity, NULL},

@@ -52,6 +52,9 @@ static const op_case single_cases[] = {
     {"aten::split_with_sizes", 3, {2, 3, 7}, {L(2, 4, 1), I(2)}, 2},
     {"aten::split_with_sizes", 3, {2, 3, 7}, {L(2, 4), I(2)}, 2},
     {"aten::unbind.int", 3, {2, 3, 4}, {I(1)}, 1},
+    {"aten::diagonal", 3, {2, 3, 4}, {I(0), I(0), I(1)}, 3},
+    {"aten::diagonal", 3, {2, 3, 4}, {I(-1), I(2), I(1)}, 3},
+    {"aten::diagonal", 3, {2, 3, 4}, {I(0), I(1), I(-2)}, 3},
     {"aten::reshape", 3, {2, 3, 4}, {L(6, -1)}, 1},
     {"aten::reshape", 3, {2, 3, 4}, {L(24)}, 1},
     {"aten::reshape", 0, {0}, {L(1, 1)}, 1},
@@ -247,6 +250,50 @@ static void test_view_gradients(void **state) {
     tj_generator_free(g);
 }
 
+/* ---- scatters ------------------------------------------------------------------------------- */
+
+typedef struct scatter_case {
+    const char *op;
+    int src_nd;
+    int64_t src[3]; /* self is [3, 5, 4] */
+    tj_attr attrs[4];
+    int n_attrs;
+} scatter_case;
+
+static const scatter_case scatter_cases[] = {
+    {"aten::select_scatter", 2, {3, 4}, {I(1), I(2)}, 2},
+    {"aten::select_scatter", 2, {3, 5}, {I(-1), I(-1)}, 2},
+    {"aten::select_scatter", 2, {3, 4}, {I(1), I(5)}, 2}, /* index out of range */
+    {"aten::slice_scatter", 3, {3, 2, 4}, {I(1), I(1), I(5), I(2)}, 4},
+    {"aten::slice_scatter", 3, {3, 5, 0}, {I(2), I(3), I(3), I(1)}, 4},
+    {"aten::diagonal_scatter", 2, {4, 3}, {I(0), I(0), I(1)}, 3},
+    {"aten::diagonal_scatter", 2, {3, 4}, {I(1), I(2), I(1)}, 3},
+    {"aten::diagonal_scatter", 2, {3, 2}, {I(0), I(0), I(1)}, 3}, /* src of other sizes */
+};
+
+/* select_scatter, slice_scatter and diagonal_scatter for every dtype of
+ * self, src in the same dtype and in another, both as device-side views
+ * too, and their refusals. */
+static void test_scatters(void **state) {
+    (void)state;
+    tj_generator *g = tj_generator_new(25);
+    const int64_t self[3] = {3, 5, 4};
+    for (size_t k = 0; k < sizeof scatter_cases / sizeof scatter_cases[0]; k++) {
+        const scatter_case *c = &scatter_cases[k];
+        for (int di = 0; di < 4; di++)
+            for (int mixed = 0; mixed < 2; mixed++)
+                for (layout lay = AS_IS; lay <= STEPPED; lay++) {
+                    tt_context("%s case %zu, %s%s, %s", c->op, k, tj_dtype_name(all_dtypes[di]),
+                               mixed ? " with src in another dtype" : "", layout_names[lay]);
+                    tj_tensor *in[2] = {base_for(g, 3, self, lay, all_dtypes[di]),
+                                        base_for(g, c->src_nd, c->src, lay, all_dtypes[(di + mixed) % 4])};
+                    tt_cuda_check_views(c->op, in, 2, make_layout, &lay, c->attrs, c->n_attrs, 0, 0);
+                }
+    }
+    tt_context(NULL);
+    tj_generator_free(g);
+}
+
 /* ---- large shapes ---------------------------------------------------------------------------- */
 
 /* Copies that take many blocks: contiguous of a transposed [500, 300] f64,
@@ -286,6 +333,7 @@ int main(void) {
         TT_SCOPED_TEST(test_single_input_rows),
         TT_SCOPED_TEST(test_cat_stack),
         TT_SCOPED_TEST(test_view_gradients),
+        TT_SCOPED_TEST(test_scatters),
         TT_SCOPED_TEST(test_large_shapes),
     };
     return TT_CUDA_RUN(tests);

@@ -117,6 +117,11 @@ static const vcase cases[] = {
     {"aten::unbind.int", S(2, 3, 4), S0, {-1}}, {"aten::unbind.int", S(5), S0, {0}},
     {"aten::unbind.int", S(0, 3), S0, {0}},  {"aten::unbind.int", S(3, 0), S0, {0}},
     {"aten::unbind.int", S(12, 2), S0, {0}},
+    {"aten::diagonal", S(3, 4), S0, {0, 0, 1}},   {"aten::diagonal", S(3, 4), S0, {1, 0, 1}},
+    {"aten::diagonal", S(3, 4), S0, {-2, 0, 1}},  {"aten::diagonal", S(3, 4), S0, {2, 1, 0}},
+    {"aten::diagonal", S(2, 3, 4), S0, {0, -1, 0}}, {"aten::diagonal", S(2, 3, 4), S0, {-1, 2, 1}},
+    {"aten::diagonal", S(3, 4), S0, {4, 0, 1}},   {"aten::diagonal", S(3, 4), S0, {-9, 0, 1}},
+    {"aten::diagonal", S(0, 3), S0, {0, 0, 1}},   {"aten::diagonal", S(2, 0, 3), S0, {1, 2, 0}},
     /* the gradient ops of views: the input is the gradient, the list the
      * viewed tensor's sizes */
     {"aten::select_backward", S(4), S(3, 4), {0, 1}},
@@ -213,6 +218,26 @@ static tt_ref permuted(const tt_ref *x, const int *p) {
         sizes[k] = x->sizes[p[k]];
     }
     return gather(x, sizes, x->ndim, map_perm, &pm);
+}
+
+/* The diagonal of dims a and b, offset k above the main one, as a last dim. */
+typedef struct diag { int ndim, a, b; int64_t k; } diag;
+static void map_diag(const int64_t *o, int64_t *i, const void *ctx) {
+    const diag *g = ctx;
+    int64_t j = o[g->ndim - 2]; /* the output's last index walks the diagonal */
+    for (int d = 0, m = 0; d < g->ndim; d++)
+        i[d] = d == g->a ? j + (g->k < 0 ? -g->k : 0) : d == g->b ? j + (g->k > 0 ? g->k : 0) : o[m++];
+}
+
+static tt_ref diagonal(const tt_ref *x, int a, int b, int64_t k) {
+    int64_t sizes[TJ_MAX_DIMS], na = x->sizes[a], nb = x->sizes[b], len = 0;
+    int n = 0;
+    for (int d = 0; d < x->ndim; d++)
+        if (d != a && d != b) sizes[n++] = x->sizes[d];
+    while (len + (k < 0 ? -k : 0) < na && len + (k > 0 ? k : 0) < nb) len++;
+    sizes[n++] = len;
+    diag g = {x->ndim, a, b, k};
+    return gather(x, sizes, n, map_diag, &g);
 }
 
 /* Pieces of dim d with the given lengths. */
@@ -323,6 +348,8 @@ static int reference(const vcase *k, const tt_ref *x, tt_ref *out) {
         int d = wrap(k->p[0], nd);
         for (int64_t i = 0; i < x->sizes[d]; i++) out[n++] = pick(x, d, i);
         return n;
+    } else if (!strcmp(op, "aten::diagonal")) {
+        out[0] = diagonal(x, wrap(k->p[1], nd), wrap(k->p[2], nd), k->p[0]);
     } else if (!strcmp(op, "aten::select_backward")) {
         int d = wrap(k->p[0], k->n_list);
         int64_t m = k->list[d], i = k->p[1] < 0 ? k->p[1] + m : k->p[1];
@@ -370,6 +397,7 @@ static int call(const vcase *k, tj_tensor *x, tj_tensor **o) {
     if (!strcmp(op, "aten::split.Tensor")) return tj_split(x, p[0], p[1], o, MAXP);
     if (!strcmp(op, "aten::split_with_sizes")) return tj_split_with_sizes(x, l, n, p[0], o, MAXP);
     if (!strcmp(op, "aten::unbind.int")) return tj_unbind(x, p[0], o, MAXP);
+    if (!strcmp(op, "aten::diagonal")) return one(tj_diagonal(x, p[0], p[1], p[2]), o);
     if (!strcmp(op, "aten::select_backward")) return one(tj_select_backward(x, l, n, p[0], p[1]), o);
     if (!strcmp(op, "aten::slice_backward"))
         return one(tj_slice_backward(x, l, n, p[0], p[1], p[2], p[3]), o);
@@ -762,7 +790,9 @@ static void test_stack(void **state) {
 
 /* ---- coverage of the op table ----------------------------------------------------------- */
 
-static const char *const own_tests[] = {"aten::cat", "aten::stack"};
+/* the scatters are in test_scatter.c */
+static const char *const own_tests[] = {"aten::cat", "aten::stack", "aten::select_scatter",
+                                        "aten::slice_scatter", "aten::diagonal_scatter"};
 
 static bool has_cases(const char *op) {
     for (int c = 0; c < N_CASES; c++)
@@ -794,8 +824,10 @@ int main(void) {
     for (int id = 0; id < tj_op_count() && n < 56; id++) {
         const tj_op_info *op = tj_op_at(id);
         tj_op_kind k = tj_op_kind_of(op);
-        if ((k == TJ_KIND_VIEW || k == TJ_KIND_SHAPE) && has_cases(tj_op_name(op)) &&
-            strcmp(tj_op_name(op), "aten::cat") && strcmp(tj_op_name(op), "aten::stack"))
+        bool own = false;
+        for (size_t i = 0; i < sizeof own_tests / sizeof own_tests[0]; i++)
+            own = own || !strcmp(own_tests[i], tj_op_name(op));
+        if ((k == TJ_KIND_VIEW || k == TJ_KIND_SHAPE) && has_cases(tj_op_name(op)) && !own)
             tests[n++] = (struct CMUnitTest){tj_op_name(op), test_op_values, NULL, NULL,
                                              (void *)tj_op_name(op)};
     }

@@ -1,9 +1,11 @@
 /* view_grad.c — CPU kernels of select_backward and slice_backward (rows of
  * core/ops_view.def, rules in core/view_grad_rules.c): the fresh output is
  * zeroed, then the gradient is copied into the view of it that select or
- * slice would have made. new_zeros uses tjcpu_zeros_kernel (copy.c). */
+ * slice would have made. The scatters (rule in core/scatter_rules.c) copy
+ * self instead of zeroing. new_zeros uses tjcpu_zeros_kernel (copy.c). */
 #include <string.h>
 
+#include "core/scatter.h"
 #include "core/view_grad.h"
 #include "cpu.h"
 
@@ -49,4 +51,12 @@ tj_status tjcpu_slice_backward(const tjc_call *c) {
     sizes[d] = len;
     if (len > 1) strides[d] *= step; /* len > 1 bounds step by the dim's size */
     return place(out, grad, sizes, strides, out->ndim, out->offset + first * out->strides[d]);
+}
+
+tj_status tjcpu_scatter(const tjc_call *c) {
+    tj_tensor *out = c->out[0];
+    tjc_meta view;
+    tj_status st = tjc_scatter_view(c, out, &view);
+    if (st || (st = tjcpu_copy(out, c->in[0]))) return st;
+    return place(out, c->in[1], view.sizes, view.strides, view.ndim, view.offset);
 }

@@ -8,6 +8,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/pointwise.h"
+#include "core/scatter.h"
 #include "core/view_grad.h"
 
 /* Copies src into the view of out with sizes, strides and offset (elements). */
@@ -109,6 +110,15 @@ static tj_status slice_backward(const tjc_call *c) {
                  out->offset + first * out->strides[d]);
 }
 
+/* select_scatter, slice_scatter, diagonal_scatter: self, then src into the view */
+static tj_status scatter(const tjc_call *c) {
+    tj_tensor *out = c->out[0];
+    tjc_meta view;
+    tj_status st = tjc_scatter_view(c, out, &view);
+    if (st || (st = tjcu_copy(c->op->name, out, c->in[0]))) return st;
+    return place(c->op->name, out, c->in[1], view.sizes, view.strides, view.ndim, view.offset);
+}
+
 static tj_status new_zeros(const tjc_call *c) { return tjcu_zero(c->op->name, c->out[0]); }
 
 void tjcu_register_shape(tjc_kernel_fn *kernels) {
@@ -123,5 +133,8 @@ void tjcu_register_shape(tjc_kernel_fn *kernels) {
     kernels[TJ_OP_stack] = stack;
     kernels[TJ_OP_select_backward] = select_backward;
     kernels[TJ_OP_slice_backward] = slice_backward;
+    kernels[TJ_OP_select_scatter] = scatter;
+    kernels[TJ_OP_slice_scatter] = scatter;
+    kernels[TJ_OP_diagonal_scatter] = scatter;
     kernels[TJ_OP_new_zeros] = new_zeros;
 }

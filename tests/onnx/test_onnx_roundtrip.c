@@ -317,7 +317,8 @@ static tj_status zoo(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
     OUT(tj_view(a, v64, 2)); OUT(tj_squeeze(tj_unsqueeze(a, 1))); OUT(tj_squeeze_dim(tj_unsqueeze(a, 0), 0));
     OUT(tj_t(a)); OUT(tj_transpose(img, 1, 3)); OUT(tj_permute(img, (int64_t[]){2, 0, 3, 1}, 4));
     OUT(tj_expand(tj_unsqueeze(p, 0), (int64_t[]){3, 4, 6}, 3)); OUT(tj_select(a, 1, -1));
-    OUT(tj_narrow(a, 1, 2, 3)); OUT(tj_slice(a, 1, 1, 6, 2));
+    OUT(tj_narrow(a, 1, 2, 3)); OUT(tj_slice(a, 1, 1, 6, 2)); OUT(tj_diagonal(a, 1, 0, 1));
+    OUT(tj_diagonal(img, -1, 3, 1));
     tj_chunk(a, 3, 1, pieces, 3); OUT(pieces[0]); OUT(pieces[2]);
     tj_split(a, 4, 1, pieces, 2); OUT(pieces[1]);
     tj_split_with_sizes(a, (int64_t[]){1, 3}, 2, 0, pieces, 2); OUT(pieces[1]);

@@ -303,6 +303,33 @@ static void view_or_shape(gf *f, const tj_op_info *op) {
         if (g) r = tj_slice_backward(g, xs, xd, dd, start, end, step);
         break;
     }
+    case TJ_OP_diagonal:
+    case TJ_OP_diagonal_scatter: {
+        if (xd < 2) return;
+        int64_t d1 = (d + xd) % xd, d2 = (d1 + 1 + pick(f, xd - 1)) % xd, k = pick(f, 5) - 2;
+        if (op->id == TJ_OP_diagonal) {
+            r = tj_diagonal(x, k, d1, d2);
+            break;
+        }
+        tj_tensor *src = tj_diagonal(partner(f, x), k, d1, d2); /* the written part's sizes */
+        if (src) r = tj_diagonal_scatter(x, src, k, d1, d2);
+        break;
+    }
+    case TJ_OP_select_scatter: {
+        if (!xd) return;
+        int64_t dd = (d + xd) % xd, idx = pick(f, 2 * xs[dd]) - xs[dd];
+        tj_tensor *src = xs[dd] ? tj_select(partner(f, x), dd, idx) : NULL;
+        if (src) r = tj_select_scatter(x, src, dd, idx);
+        break;
+    }
+    case TJ_OP_slice_scatter: {
+        if (!xd) return;
+        int64_t dd = (d + xd) % xd, start = pick(f, xs[dd] + 1), end = start + pick(f, xs[dd] - start + 1),
+                step = 1 + pick(f, 2);
+        tj_tensor *src = tj_slice(partner(f, x), dd, start, end, step);
+        if (src) r = tj_slice_scatter(x, src, dd, start, end, step);
+        break;
+    }
     case TJ_OP_new_zeros: {
         int k = (int)pick(f, 4);
         for (int i = 0; i < k; i++) sz[i] = 1 + pick(f, 3);
