@@ -7,11 +7,14 @@
  * so a tensor's address cannot be reused by another during the trace.
  *
  * Aliasing: each storage has a version, bumped whenever an op writes into it
- * in place. A mapping remembers the version it was made at; reading a tensor
- * whose storage was written since through another tensor (a view of the same
- * storage, or its base) is an error, because the graph's values would no
- * longer say what the eager run computed. The tensor written in place is
- * remapped to the op's output and stays valid.
+ * in place. A mapping remembers the version it was made at. A write through a
+ * view of a tensor made while tracing becomes the write's out-of-place form
+ * and scatters into the view's base (views.c), so the graph stays free of
+ * such writes; a view read after its storage was written is made again from
+ * its base's current value, as PyTorch's functionalization does. The tensor
+ * written in place directly is remapped to the op's output. Only a write
+ * through a view into a graph input's storage stays a write in the graph, and
+ * reading another view of that storage afterwards is an error.
  *
  * Constants: a tensor made inside the trace (tj_zeros, tj_full, ...) becomes
  * a prim::Constant holding that tensor. Every replay shares the constant, so
@@ -26,37 +29,12 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "core/core.h"
-#include "core/ptrmap.h"
 #include "tjit/runtime.h"
-
-typedef struct pending {
-    const tj_op_info *op;
-    tj_value **values;
-    tj_tensor **tensors;
-    int n_in, cap;
-    const tj_attr *attrs;
-    int n_attrs;
-} pending;
-
-typedef struct tracer {
-    tj_graph *g;
-    tjc_ptrmap value_of;   /* tj_tensor* -> tj_value* */
-    tjc_ptrmap stamp;      /* tj_tensor* -> storage version + 1 when mapped */
-    tjc_ptrmap version;    /* tjc_storage* -> version */
-    tjc_ptrmap created;    /* tensors made by creation functions while tracing */
-    tjc_ptrmap constant_of; /* tjc_storage* -> its prim::Constant's value, until first written */
-    tj_tensor **held;
-    int n_held, cap_held;
-    int n_params;
-    bool failed;
-    pending pend;
-} tracer;
+#include "tracer_internal.h"
 
 static _Thread_local tracer *active;
 
-static void fail(tracer *tr, tj_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fail(tracer *tr, tj_status st, const char *fmt, ...) {
+void tjt_fail(tracer *tr, tj_status st, const char *fmt, ...) {
     if (tr->failed) return; /* the first failure names the cause */
     char msg[900];
     va_list ap;
@@ -79,26 +57,26 @@ static bool hold(tracer *tr, tj_tensor *t) {
     return true;
 }
 
-static uintptr_t version_of(const tracer *tr, const tj_tensor *t) {
+uintptr_t tjt_version_of(const tracer *tr, const tj_tensor *t) {
     return (uintptr_t)tjc_ptrmap_get(&tr->version, t->storage);
 }
 
-static void bump_version(tracer *tr, const tj_tensor *t) {
-    if (!tjc_ptrmap_put(&tr->version, t->storage, (void *)(version_of(tr, t) + 1)))
-        fail(tr, TJ_ERR_MEMORY, "out of memory");
+void tjt_bump_version(tracer *tr, const tj_tensor *t) {
+    if (!tjc_ptrmap_put(&tr->version, t->storage, (void *)(tjt_version_of(tr, t) + 1)))
+        tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
 }
 
 /* Maps t to v as of its storage's current version. */
-static void map(tracer *tr, tj_tensor *t, tj_value *v) {
+void tjt_map(tracer *tr, tj_tensor *t, tj_value *v) {
     bool known = tjc_ptrmap_has(&tr->value_of, t);
     if (!tjc_ptrmap_put(&tr->value_of, t, v) ||
-        !tjc_ptrmap_put(&tr->stamp, t, (void *)(version_of(tr, t) + 1)) || (!known && !hold(tr, t)))
-        fail(tr, TJ_ERR_MEMORY, "out of memory");
+        !tjc_ptrmap_put(&tr->stamp, t, (void *)(tjt_version_of(tr, t) + 1)) || (!known && !hold(tr, t)))
+        tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
 }
 
-static tj_value *append_node(tracer *tr, tj_node *n) {
+tj_value *tjt_append_node(tracer *tr, tj_node *n) {
     if (!n || tj_block_append(tj_graph_block(tr->g), n) != TJ_OK) {
-        fail(tr, tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY, "cannot record a node: %s",
+        tjt_fail(tr, tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY, "cannot record a node: %s",
              tj_last_error());
         return NULL;
     }
@@ -106,9 +84,9 @@ static tj_value *append_node(tracer *tr, tj_node *n) {
 }
 
 static tj_value *constant_value(tracer *tr, tj_tensor *t) {
-    tj_value *v = append_node(tr, tj_node_create_tensor_constant(tr->g, t));
-    if (v) map(tr, t, v);
-    if (v && !tjc_ptrmap_put(&tr->constant_of, t->storage, v)) fail(tr, TJ_ERR_MEMORY, "out of memory");
+    tj_value *v = tjt_append_node(tr, tj_node_create_tensor_constant(tr->g, t));
+    if (v) tjt_map(tr, t, v);
+    if (v && !tjc_ptrmap_put(&tr->constant_of, t->storage, v)) tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
     return v;
 }
 
@@ -118,7 +96,7 @@ static tj_value *privatize(tracer *tr, tj_value *k) {
     tj_node *kn = tj_value_node(k);
     tj_tensor *t = tj_node_tensor(kn), *snap = NULL;
     if (tjc_invoke_nested(tjc_op(TJ_OP_clone), &t, 1, NULL, &snap, 1) != 1) {
-        fail(tr, tj_last_status(), "cannot copy a constant written in place: %s", tj_last_error());
+        tjt_fail(tr, tj_last_status(), "cannot copy a constant written in place: %s", tj_last_error());
         return NULL;
     }
     tj_node *copy = tj_node_create_tensor_constant(tr->g, snap);
@@ -131,7 +109,7 @@ static tj_value *privatize(tracer *tr, tj_value *k) {
         tj_value_set_type(out, tj_value_type(k)) != TJ_OK || tj_value_replace_uses(k, out) != TJ_OK ||
         tj_node_destroy(kn) != TJ_OK || !tjc_ptrmap_put(&tr->value_of, t, out) ||
         !tjc_ptrmap_put(&tr->constant_of, t->storage, NULL)) {
-        fail(tr, tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY,
+        tjt_fail(tr, tj_last_status() ? tj_last_status() : TJ_ERR_MEMORY,
              "cannot copy a constant written in place: %s", tj_last_error());
         return NULL;
     }
@@ -140,17 +118,17 @@ static tj_value *privatize(tracer *tr, tj_value *k) {
 
 /* The value a tensor the model reads stands for; a tensor the tracer has not
  * seen is a parameter: a new graph input bound to it. */
-static tj_value *value_for(tracer *tr, tj_tensor *t, const char *reader, const char *arg) {
+tj_value *tjt_value_for(tracer *tr, tj_tensor *t, const char *reader, const char *arg) {
     tj_value *v = tjc_ptrmap_get(&tr->value_of, t);
     if (v) {
         uintptr_t stamp = (uintptr_t)tjc_ptrmap_get(&tr->stamp, t) - 1;
-        if (stamp != version_of(tr, t)) {
-            fail(tr, TJ_ERR_UNSUPPORTED, "%s reads '%s', whose memory was written in place "
-                 "through another view of it after it was made; the graph cannot express "
-                 "this aliasing: clone the tensor before writing into it", reader, arg);
-            return NULL;
-        }
-        return v;
+        if (stamp == tjt_version_of(tr, t)) return v;
+        if ((v = tjt_view_again(tr, t)) || tr->failed) return v;
+        tjt_fail(tr, TJ_ERR_UNSUPPORTED, "%s reads '%s', whose memory was written in place "
+                 "through another view of it after it was made, and the write went into a "
+                 "graph input's storage, which the graph keeps as a write: clone the input "
+                 "before writing into it", reader, arg);
+        return NULL;
     }
     if (tjc_ptrmap_has(&tr->created, t)) return constant_value(tr, t);
     char name[64];
@@ -159,11 +137,12 @@ static tj_value *value_for(tracer *tr, tj_tensor *t, const char *reader, const c
     tj_type ty = tj_type_of_tensor(t);
     v = tj_graph_add_input(tr->g, &ty, given ? given : name);
     if (!v || tj_graph_bind_input(tr->g, tj_graph_num_inputs(tr->g) - 1, t) != TJ_OK) {
-        fail(tr, TJ_ERR_MEMORY, "cannot add a parameter input: %s", tj_last_error());
+        tjt_fail(tr, TJ_ERR_MEMORY, "cannot add a parameter input: %s", tj_last_error());
         return NULL;
     }
     tr->n_params++;
-    map(tr, t, v);
+    tjt_map(tr, t, v);
+    if (!tjc_ptrmap_put(&tr->param_of, t, v)) tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
     return v;
 }
 
@@ -179,7 +158,7 @@ static void *on_before(void *ctx, const tj_op_info *op, tj_tensor *const *in, in
         tj_tensor **tensors = tjc_realloc(pd->tensors, sizeof *tensors * (size_t)n_in);
         if (tensors) pd->tensors = tensors;
         if (!values || !tensors) {
-            fail(tr, TJ_ERR_MEMORY, "out of memory");
+            tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
             return pd;
         }
         pd->cap = n_in;
@@ -188,11 +167,11 @@ static void *on_before(void *ctx, const tj_op_info *op, tj_tensor *const *in, in
     for (int i = 0; i < n_in && !tr->failed; i++) {
         pd->tensors[i] = in[i];
         if (!in[i]) {
-            pd->values[i] = append_node(tr, tj_node_create(tr->g, TJ_NODE_NONE, NULL, 0, 1));
+            pd->values[i] = tjt_append_node(tr, tj_node_create(tr->g, TJ_NODE_NONE, NULL, 0, 1));
             continue;
         }
         const char *arg = tjc_input_name(op, i);
-        pd->values[i] = value_for(tr, in[i], tj_op_name(op), arg);
+        pd->values[i] = tjt_value_for(tr, in[i], tj_op_name(op), arg);
     }
     for (int i = 0; i < n_in && !tr->failed && !s->has_tensor_list; i++) {
         tj_value *k = in[i] && s->args[s->tensor_pos[i]].mutated
@@ -212,36 +191,44 @@ static void on_after(void *ctx, void *token, tj_tensor *const *out, int n_out) {
     tracer *tr = ctx;
     pending *pd = token;
     if (tr->failed || !pd->op || !out) return; /* a failed op: the model sees its error */
+    if (tjt_write_through_view(tr, pd)) {
+        pd->op = NULL;
+        return;
+    }
     tj_node *n = tj_node_create_op(tr->g, pd->op, pd->values, pd->n_in, pd->attrs, pd->n_attrs, n_out);
-    if (!append_node(tr, n)) return;
+    if (!tjt_append_node(tr, n)) return;
     const tj_schema *s = tj_op_schema(pd->op);
     bool list = s->has_tensor_list;
     /* a write in place makes every other view of the storage stale ... */
     for (int k = 0; k < pd->n_in && !list; k++)
-        if (s->args[s->tensor_pos[k]].mutated && pd->tensors[k]) bump_version(tr, pd->tensors[k]);
+        if (s->args[s->tensor_pos[k]].mutated && pd->tensors[k]) tjt_bump_version(tr, pd->tensors[k]);
     /* ... but not the outputs (an in-place op's output is its input) ... */
     for (int i = 0; i < n_out; i++) {
         tj_type ty = tj_type_of_tensor(out[i]);
         if (tj_value_set_type(tj_node_output(n, i), &ty) != TJ_OK) {
-            fail(tr, TJ_ERR_MEMORY, "out of memory");
+            tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
             pd->op = NULL;
             return;
         }
-        map(tr, out[i], tj_node_output(n, i));
+        tjt_map(tr, out[i], tj_node_output(n, i));
+        tj_op_kind kind = tj_op_kind_of(pd->op);
+        if (!list && pd->n_in > 0 && pd->tensors[0] && out[i] != pd->tensors[0] &&
+            (kind == TJ_KIND_VIEW || kind == TJ_KIND_SHAPE) && tj_shares_storage(out[i], pd->tensors[0]))
+            tjt_record_view(tr, pd->tensors[0], out, i, pd->op, pd->attrs, pd->n_attrs);
     }
     /* ... nor the other tensors written, which stand for the same value */
     for (int k = 0; k < pd->n_in && !list; k++) {
         tj_tensor *t = pd->tensors[k];
         if (!s->args[s->tensor_pos[k]].mutated || !t || (n_out && out[0] == t)) continue;
-        if (!tjc_ptrmap_put(&tr->stamp, t, (void *)(version_of(tr, t) + 1)))
-            fail(tr, TJ_ERR_MEMORY, "out of memory");
+        if (!tjc_ptrmap_put(&tr->stamp, t, (void *)(tjt_version_of(tr, t) + 1)))
+            tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
     }
     pd->op = NULL;
 }
 
 static void on_created(void *ctx, tj_tensor *t) {
     tracer *tr = ctx;
-    if (!tjc_ptrmap_put(&tr->created, t, (void *)1) || !hold(tr, t)) fail(tr, TJ_ERR_MEMORY, "out of memory");
+    if (!tjc_ptrmap_put(&tr->created, t, (void *)1) || !hold(tr, t)) tjt_fail(tr, TJ_ERR_MEMORY, "out of memory");
 }
 
 static void on_host_read(void *ctx, const tj_tensor *t, const char *what) {
@@ -266,28 +253,29 @@ static void tracer_free(tracer *tr) {
     tjc_ptrmap_free(&tr->version);
     tjc_ptrmap_free(&tr->created);
     tjc_ptrmap_free(&tr->constant_of);
+    tjt_views_free(tr);
 }
 
 static tj_status add_outputs(tracer *tr, tj_tensor **out, int n_out) {
     for (int i = 0; i < n_out && !tr->failed; i++) {
         tj_tensor *t = out[i];
         if (!t) {
-            fail(tr, TJ_ERR_ARG, "the model returned TJ_OK but output %d is NULL", i);
+            tjt_fail(tr, TJ_ERR_ARG, "the model returned TJ_OK but output %d is NULL", i);
             break;
         }
         tj_value *v = NULL;
         if (tjc_ptrmap_has(&tr->value_of, t) || tjc_ptrmap_has(&tr->created, t)) {
             char what[32];
             snprintf(what, sizeof what, "output %d", i);
-            v = value_for(tr, t, "the model's return", what);
+            v = tjt_value_for(tr, t, "the model's return", what);
         } else {
             const char *name = tj_tensor_name(t);
-            fail(tr, TJ_ERR_ARG, "output %d%s%s%s does not depend on the trace: it is not an "
+            tjt_fail(tr, TJ_ERR_ARG, "output %d%s%s%s does not depend on the trace: it is not an "
                  "input, and no op made or read it while tracing", i, name ? " ('" : "",
                  name ? name : "", name ? "')" : "");
         }
         if (v && tj_graph_add_output(tr->g, v) != TJ_OK)
-            fail(tr, TJ_ERR_MEMORY, "cannot add output %d: %s", i, tj_last_error());
+            tjt_fail(tr, TJ_ERR_MEMORY, "cannot add output %d: %s", i, tj_last_error());
     }
     return tr->failed ? tj_last_status() : TJ_OK;
 }
@@ -299,25 +287,28 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
     tjc_ptrmap_init(&tr.version);
     tjc_ptrmap_init(&tr.created);
     tjc_ptrmap_init(&tr.constant_of);
+    tjc_ptrmap_init(&tr.link_of);
+    tjc_ptrmap_init(&tr.param_of);
     tr.g = tj_graph_new();
     tj_tensor **out = tjc_calloc((size_t)(n_out ? n_out : 1), sizeof *out);
-    if (!tr.g || !out) fail(&tr, TJ_ERR_MEMORY, "out of memory");
+    if (!tr.g || !out) tjt_fail(&tr, TJ_ERR_MEMORY, "out of memory");
     for (int i = 0; i < n_in && !tr.failed; i++) {
         if (!inputs[i]) {
-            fail(&tr, TJ_ERR_ARG, "input %d is NULL", i);
+            tjt_fail(&tr, TJ_ERR_ARG, "input %d is NULL", i);
             break;
         }
         /* one tensor maps to one value: a second input would silently stand
          * for the first on replay */
         for (int j = 0; j < i; j++)
             if (inputs[j] == inputs[i])
-                fail(&tr, TJ_ERR_ARG, "inputs %d and %d are the same tensor, which the graph "
+                tjt_fail(&tr, TJ_ERR_ARG, "inputs %d and %d are the same tensor, which the graph "
                      "cannot tell apart on replay: pass distinct tensors (clone one)", j, i);
         if (tr.failed) break;
         tj_type ty = tj_type_of_tensor(inputs[i]);
         tj_value *v = tj_graph_add_input(tr.g, &ty, tj_tensor_name(inputs[i]));
-        if (!v) fail(&tr, TJ_ERR_MEMORY, "cannot add input %d: %s", i, tj_last_error());
-        else map(&tr, inputs[i], v);
+        if (!v) tjt_fail(&tr, TJ_ERR_MEMORY, "cannot add input %d: %s", i, tj_last_error());
+        else tjt_map(&tr, inputs[i], v);
+        if (v && !tjc_ptrmap_put(&tr.param_of, inputs[i], v)) tjt_fail(&tr, TJ_ERR_MEMORY, "out of memory");
     }
     if (!tr.failed) {
         /* The model's outputs, like any tj_ function's results, belong to the
@@ -333,9 +324,10 @@ static tj_graph *trace_once(tj_model_fn fn, void *ctx, tj_tensor *const *inputs,
         if (st != TJ_OK && !tr.failed) {
             char cause[768];
             snprintf(cause, sizeof cause, "%s", tj_last_error());
-            fail(&tr, st, "the model failed: %s", *cause ? cause : tj_status_name(st));
+            tjt_fail(&tr, st, "the model failed: %s", *cause ? cause : tj_status_name(st));
         }
         if (!tr.failed) add_outputs(&tr, out, n_out);
+        tjt_copy_back_params(&tr);
         tj_scope_end();
     }
     tjc_free(out);
