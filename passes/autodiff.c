@@ -144,6 +144,21 @@ static tj_status accumulate(diff *d, tjg_ctx *c, tj_value *v, tj_value *g) {
     return tjc_ptrmap_put(&d->grad, v, sum) ? TJ_OK : tjc_error(TJ_ERR_MEMORY, "autodiff: out of memory");
 }
 
+/* A write into a graph input that nothing reads afterwards (the tracer's
+ * copy of an input's final value into it, when the model wrote the input
+ * through a view): no gradient flows through it, and the input keeps none. */
+static bool last_write_into_input(const tj_node *n) {
+    tj_value *dst = tj_node_input(n, 0);
+    if (tj_node_kind_of(tj_value_node(dst)) != TJ_NODE_PARAM) return false;
+    for (int o = 0; o < tj_node_num_outputs(n); o++)
+        if (tj_value_num_uses(tj_node_output(n, o))) return false;
+    for (int u = 0; u < tj_value_num_uses(dst); u++) {
+        const tj_node *user = tj_value_use(dst, u).user;
+        if (user != n && !tj_node_is_before(user, n)) return false;
+    }
+    return true;
+}
+
 static tj_status mark_needs(diff *d, const bool *wrt) {
     tj_graph *g = d->fwd;
     for (int i = 0; i < tj_graph_num_inputs(g); i++)
@@ -168,6 +183,8 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) has no derivative rule",
                              op->name, tj_node_id(n));
         if (!e->rule) continue; /* no gradient flows through it */
+        if (op->schema.mutates_self && !needs(d, tj_node_input(n, 0)) && last_write_into_input(n))
+            continue;
         if (op->schema.mutates_self)
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into a "
                              "value that needs a gradient; use its out-of-place form",
@@ -296,6 +313,7 @@ tj_status tj_autodiff(const tj_graph *g, const bool *wrt, tj_gradient *out) {
     for (int i = 0; !st && i < tj_graph_num_inputs(g); i++)
         if (tj_graph_input_binding(g, i)) st = tj_graph_bind_input(d.fwd, i, tj_graph_input_binding(g, i));
     if (!st) st = dropout_with_mask(d.fwd);
+    if (!st) st = tj_pass_functionalize(d.fwd); /* a write into a value of its own has a pure form */
     if (!st) st = mark_needs(&d, wrt);
     tjg_graph_emitter_init(&d.emit, d.bwd);
     int n_outputs = d.fwd ? tj_graph_num_outputs(d.fwd) : 0;

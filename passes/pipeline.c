@@ -13,6 +13,7 @@ static const struct {
     const char *name;
     tj_pass_fn fn;
 } registry[] = {
+    {"functionalize", tj_pass_functionalize},
     {"dce", tj_pass_dce},
     {"cse", tj_pass_cse},
     {"constant_fold", tj_pass_constant_fold},
@@ -38,7 +39,7 @@ tj_pass_fn tj_find_pass(const char *name) {
 }
 
 const char *tj_default_pipeline(void) {
-    return "dce,constant_fold,peephole,cse,dce,canonicalize,fuse,canonicalize";
+    return "functionalize,dce,constant_fold,peephole,cse,dce,canonicalize,fuse,canonicalize";
 }
 
 /* ---- names in a comma-separated list ------------------------------------------------------ */

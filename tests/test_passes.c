@@ -254,6 +254,7 @@ static void golden(const char *dir, int at_least) {
     }
 }
 
+static void test_golden_functionalize(void **state) { (void)state; golden("functionalize", 2); }
 static void test_golden_dce(void **state) { (void)state; golden("dce", 5); }
 static void test_golden_cse(void **state) { (void)state; golden("cse", 5); }
 static void test_golden_constant_fold(void **state) { (void)state; golden("constant_fold", 4); }
@@ -325,8 +326,9 @@ static const char *small_graph =
 
 static void test_registry(void **state) {
     (void)state;
-    const char *expected[] = {"dce", "cse", "constant_fold", "peephole", "canonicalize", "fuse"};
-    assert_int_equal(tj_num_passes(), 6);
+    const char *expected[] = {"functionalize", "dce", "cse", "constant_fold", "peephole",
+                              "canonicalize", "fuse"};
+    assert_int_equal(tj_num_passes(), 7);
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         assert_non_null(tj_find_pass(expected[i]));
         bool listed = false;
@@ -356,7 +358,7 @@ static void test_unknown_pass(void **state) {
     /* every name is checked before any pass runs: the graph stays as it was */
     assert_int_equal(tj_run_passes(g, "dce,bogus"), TJ_ERR_ARG);
     tt_assert_error("unknown pass 'bogus'");
-    tt_assert_error("known passes: dce, cse, constant_fold, peephole, canonicalize, fuse");
+    tt_assert_error("known passes: functionalize, dce, cse, constant_fold, peephole, canonicalize, fuse");
     char *after = canonical(g);
     assert_text(after, before, "after a refused pipeline");
     free(after);
@@ -364,6 +366,7 @@ static void test_unknown_pass(void **state) {
     assert_int_equal(tj_run_passes(NULL, "dce"), TJ_ERR_ARG);
     assert_int_equal(tj_run_passes(g, NULL), TJ_ERR_ARG);
     assert_int_equal(tj_pass_dce(NULL), TJ_ERR_ARG);
+    assert_int_equal(tj_pass_functionalize(NULL), TJ_ERR_ARG);
     assert_int_equal(tj_pass_cse(NULL), TJ_ERR_ARG);
     assert_int_equal(tj_pass_constant_fold(NULL), TJ_ERR_ARG);
     assert_int_equal(tj_pass_peephole(NULL), TJ_ERR_ARG);
@@ -485,7 +488,7 @@ static void test_fold_size_limit(void **state) {
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_golden_dce),      T(test_golden_cse),          T(test_golden_constant_fold),
+        T(test_golden_functionalize), T(test_golden_dce), T(test_golden_cse), T(test_golden_constant_fold),
         T(test_golden_peephole), T(test_golden_canonicalize), T(test_golden_pipeline),
         T(test_ir_corpus),       T(test_registry),        T(test_unknown_pass),        T(test_malformed_graph),
         T(test_dump),            T(test_fold_size_limit),

@@ -497,7 +497,7 @@ static const api_entry table[] = {
      "tj_node_clone tj_graph_insert_before", tt_api_cloning},
     {"tj_graph_to_string tj_graph_parse tj_graph_parse_n tj_graph_verify tj_graph_to_dot",
      tt_api_text},
-    {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_dce "
+    {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_functionalize tj_pass_dce "
      "tj_pass_cse tj_pass_constant_fold tj_pass_peephole tj_pass_canonicalize tj_pass_fuse "
      "tj_fusion_report tj_autodiff tj_gradient_free tj_grad_graph", tt_api_passes},
     {"tj_ddp_wrap tj_ddp_set_no_sync tj_ddp_get_stats tj_ddp_free", c_ddp},

@@ -31,6 +31,7 @@ int tj_num_passes(void);
 const char *tj_pass_name(int i);
 
 /* Each pass by itself. */
+tj_status tj_pass_functionalize(tj_graph *g); /* writes in place into the graph's own values become out-of-place */
 tj_status tj_pass_dce(tj_graph *g);           /* removes nodes whose results nobody uses, keeping effects */
 tj_status tj_pass_cse(tj_graph *g);           /* merges nodes with equal kind, inputs and attributes */
 tj_status tj_pass_constant_fold(tj_graph *g); /* runs nodes whose inputs are all constants */

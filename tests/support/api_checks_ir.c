@@ -260,6 +260,7 @@ void tt_api_passes(void) {
     FAILS_NULL(tj_pass_name(-1));
     FAILS_NULL(tj_pass_name(tj_num_passes()));
     FAILS_STATUS(tj_pass_dce(NULL));
+    FAILS_STATUS(tj_pass_functionalize(NULL));
     FAILS_STATUS(tj_pass_cse(NULL));
     FAILS_STATUS(tj_pass_constant_fold(NULL));
     FAILS_STATUS(tj_pass_peephole(NULL));

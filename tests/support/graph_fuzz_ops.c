@@ -149,17 +149,30 @@ static void pointwise(gf *f, const tj_op_info *op) {
     }
     tj_tensor *target = NULL;
     if (inplace) {
-        /* on a copy (never on an input), sometimes through a view of it */
+        /* on a copy (never on an input), often through a view of it, or a
+         * view of a view: the tracer records those as scatters */
         target = tj_clone(args[0]);
         args[0] = target;
-        if (target && tj_ndim(target) >= 2 && coin(f, 3)) args[0] = tj_transpose(target, 0, 1);
-        else if (target && tj_ndim(target) >= 1 && tj_sizes(target)[0] > 1 && coin(f, 3))
-            args[0] = tj_select(target, 0, pick(f, tj_sizes(target)[0]));
+        for (int depth = 0; args[0] && depth < 2 && coin(f, 2); depth++) {
+            tj_tensor *v = args[0];
+            int nd = tj_ndim(v);
+            int64_t n0 = nd ? tj_sizes(v)[0] : 0;
+            switch (pick(f, 4)) {
+            case 0: if (nd >= 2) v = tj_transpose(v, 0, 1); break;
+            case 1: if (n0 > 1) v = tj_select(v, 0, pick(f, n0)); break;
+            case 2: if (n0 > 1) v = tj_slice(v, 0, pick(f, n0), INT64_MAX, 1 + pick(f, 2)); break;
+            default: if (nd >= 2) v = tj_diagonal(v, 0, 0, 1); break;
+            }
+            args[0] = v;
+        }
         if (!args[0]) return;
     }
     tj_tensor *res;
-    if (tj_invoke(op->id, args, sc->n_tensor_args, attrs, sc->n_attrs, &res, 1) == 1)
-        push(f, res); /* not target when res is a view: the tracer would refuse reading it */
+    if (tj_invoke(op->id, args, sc->n_tensor_args, attrs, sc->n_attrs, &res, 1) == 1) {
+        push(f, res);
+        /* the base read after a write through its view */
+        if (target && res != target && coin(f, 2)) push(f, target);
+    }
 }
 
 /* ---- reductions ---------------------------------------------------------------- */
