@@ -185,6 +185,13 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
         if (!e->rule) continue; /* no gradient flows through it */
         if (op->schema.mutates_self && !needs(d, tj_node_input(n, 0)) && last_write_into_input(n))
             continue;
+        tj_value *dst = tj_node_input(n, 0);
+        if (op->schema.mutates_self && tj_node_kind_of(tj_value_node(dst)) == TJ_NODE_PARAM &&
+            needs(d, dst))
+            return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into "
+                             "graph input %d, which requires a gradient: a leaf that requires grad "
+                             "cannot be written in place (PyTorch refuses it too); write into a "
+                             "clone of it", op->name, tj_node_id(n), tj_value_offset(dst));
         if (op->schema.mutates_self)
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into a "
                              "value that needs a gradient; use its out-of-place form",

@@ -438,11 +438,37 @@ static void test_second_order(void **state) {
     assert_true(n >= 5);
 }
 
+/* What PyTorch refuses: writing into an input that requires a gradient
+ * (directly or through a view) is refused when gradients are asked for,
+ * naming the input; the same graph compiles without gradients. */
+static void test_refusals(void **state) {
+    (void)state;
+    const view_model *m = NULL;
+    for (int i = 0; i < N_MODELS; i++)
+        if (!strcmp(models[i].name, "input_written")) m = &models[i];
+    assert_non_null(m);
+    tj_tensor *in[MAX_IO];
+    fresh_inputs(m, in);
+    tj_graph *g = tj_trace(m->fn, NULL, in, m->n_in, m->n_out, NULL);
+    assert_non_null(g);
+    bool grad[2] = {true, true};
+    tj_compile_options o = {.requires_grad = grad};
+    assert_null(tj_compile(g, &o));
+    tt_assert_error("aten::copy_");
+    tt_assert_error("writes in place into graph input 1, which requires a gradient");
+    tj_clear_error();
+    tj_program *p = tj_compile(g, NULL);
+    assert_non_null(p);
+    tj_program_free(p);
+    tj_graph_free(g);
+}
+
 int main(void) {
-    struct CMUnitTest tests[N_MODELS + 1];
+    struct CMUnitTest tests[N_MODELS + 2];
     for (int i = 0; i < N_MODELS; i++)
         tests[i] = (struct CMUnitTest){models[i].name, test_model, tt_setup_scope, tt_teardown_scope,
                                        (void *)&models[i]};
     tests[N_MODELS] = (struct CMUnitTest)cmocka_unit_test(test_second_order);
-    return _cmocka_run_group_tests("view_writes", tests, N_MODELS + 1, NULL, NULL);
+    tests[N_MODELS + 1] = (struct CMUnitTest)TT_SCOPED_TEST(test_refusals);
+    return _cmocka_run_group_tests("view_writes", tests, N_MODELS + 2, NULL, NULL);
 }
