@@ -8,10 +8,12 @@
  * own and nothing else can see it (%x is made by an op that returns fresh
  * memory, and no view, reshape or list reads it), the write becomes
  * %y = aten::mul(%x, %s) (converted back to %x's dtype, as the write would
- * have stored it), and every read of %x after the write reads %y. Writes into
- * graph inputs and constants (the caller's or the program's memory), into
- * views, into values that something aliases, and ops that write other
- * arguments (batch_norm's running statistics) stay as they are. */
+ * have stored it), and every read of %x after the write reads %y. A graph
+ * input written so (the caller's memory) is functionalized the same way and
+ * gets its final value with one aten::copy_ at the end of the graph, so a
+ * replay updates it once. Writes into constants, into views, into values that
+ * something aliases, and ops that write other arguments (batch_norm's
+ * running statistics) stay as they are. */
 #include <string.h>
 
 #include "core/alloc.h"
@@ -38,14 +40,46 @@ static bool read(const tj_node *n) {
     return false;
 }
 
-static bool own_memory(const tj_value *v, const tj_node *writer) {
-    if (aliasing_op(tj_value_node(v))) return false;
+/* Whether user's input `index` shares memory with its result or is written:
+ * input 0 of a view or of an op that may return it, a written argument, or
+ * any input of a node that is not an op (a list holds its elements). */
+static bool aliases_input(const tj_node *user, int index) {
+    if (tj_node_kind_of(user) != TJ_NODE_OP) return true;
+    const tj_op_info *op = tj_node_op(user);
+    const tj_schema *s = tj_op_schema(op);
+    if (!s->has_tensor_list && index < s->n_tensor_args && s->args[s->tensor_pos[index]].mutated)
+        return true;
+    int id = tj_op_id(op);
+    return index == 0 && (tj_op_kind_of(op) == TJ_KIND_VIEW || id == TJ_OP_reshape ||
+                          id == TJ_OP_flatten || id == TJ_OP_contiguous);
+}
+
+/* Nothing but writer and plain reads sees v's memory. */
+static bool unaliased(const tj_value *v, const tj_node *writer) {
     for (int u = 0; u < tj_value_num_uses(v); u++) {
-        const tj_node *user = tj_value_use(v, u).user;
-        if (user != writer && tj_node_kind_of(user) != TJ_NODE_RETURN && aliasing_op(user) && read(user))
+        tj_use use = tj_value_use(v, u);
+        if (use.user != writer && tj_node_kind_of(use.user) != TJ_NODE_RETURN &&
+            aliases_input(use.user, use.index) && read(use.user))
             return false;
     }
     return true;
+}
+
+static bool is_input(const tj_value *v) { return tj_node_kind_of(tj_value_node(v)) == TJ_NODE_PARAM; }
+
+/* %x's memory is the graph's own: made by an op that returns fresh memory. */
+static bool own_memory(const tj_value *v, const tj_node *writer) {
+    return !aliasing_op(tj_value_node(v)) && unaliased(v, writer);
+}
+
+/* copy_(input, value) at the end of the block: the input's final value. */
+static tj_status copy_back(tj_graph *g, tj_value *input, tj_value *value) {
+    tj_value *in[2] = {input, value};
+    tj_node *c = tj_node_create_op(g, tjc_op(TJ_OP_copy_), in, 2, NULL, 0, 1);
+    if (!c || tj_block_append(tj_graph_block(g), c) != TJ_OK ||
+        tj_value_set_type(tj_node_output(c, 0), tj_value_type(input)) != TJ_OK)
+        return tjc_last_or(TJ_ERR_MEMORY, "functionalize: out of memory");
+    return TJ_OK;
 }
 
 /* n's out-of-place form before n, typed, in w's dtype. */
@@ -97,11 +131,15 @@ tj_status tj_pass_functionalize(tj_graph *g) {
         if (tj_node_kind_of(n) != TJ_NODE_OP || op->inplace_of < 0 || tj_node_num_outputs(n) != 1)
             continue;
         tj_value *w = tj_node_input(n, 0);
-        if (!own_memory(w, n)) continue;
+        bool input = is_input(w) && unaliased(w, n);
+        if (!input && !own_memory(w, n)) continue;
         tj_value *y = pure_form(g, n, w);
         if (!y) return tjc_last_or(TJ_ERR_INTERNAL, "functionalize: cannot rewrite %s (node %%%d)",
                                    op->name, tj_node_id(n));
         tj_status st = redirect_later_reads(n, w, y);
+        /* after the redirect, so that the copy's own use of the input stays;
+         * later writes into y move the copy's read to their results */
+        if (!st && input) st = copy_back(g, w, y);
         if (!st) st = tj_node_destroy(n);
         if (st) return st;
     }

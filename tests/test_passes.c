@@ -254,7 +254,7 @@ static void golden(const char *dir, int at_least) {
     }
 }
 
-static void test_golden_functionalize(void **state) { (void)state; golden("functionalize", 2); }
+static void test_golden_functionalize(void **state) { (void)state; golden("functionalize", 3); }
 static void test_golden_dce(void **state) { (void)state; golden("dce", 5); }
 static void test_golden_cse(void **state) { (void)state; golden("cse", 5); }
 static void test_golden_constant_fold(void **state) { (void)state; golden("constant_fold", 4); }
