@@ -496,7 +496,9 @@ const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_cat, ex_cat, "Concat"}, {TJ_OP_stack, ex_cat, "Unsqueeze and Concat"},
     {TJ_OP_diagonal, ex_diagonal, "Transpose, Reshape and Gather"},
     {TJ_OP_select_scatter, NULL, SCATTER}, {TJ_OP_slice_scatter, NULL, SCATTER},
-    {TJ_OP_diagonal_scatter, NULL, SCATTER},
+    {TJ_OP_diagonal_scatter, NULL, SCATTER}, {TJ_OP_as_strided_scatter, NULL, SCATTER},
+    {TJ_OP_as_strided_copy, NULL, "no export rule: ONNX has no strided view; a Gather of constant "
+                                  "positions could carry it, which tjit's importer would read back as a Gather"},
     {TJ_OP_select_backward, NULL, GRAD}, {TJ_OP_slice_backward, NULL, GRAD},
     {TJ_OP_new_zeros, ex_new_zeros, "ConstantOfShape"},
     {TJ_OP_mm, ex_matmul, "MatMul"}, {TJ_OP_bmm, ex_matmul, "MatMul"}, {TJ_OP_matmul, ex_matmul, "MatMul"},

@@ -12,7 +12,8 @@
  * zeros with slice_backward or select_backward. cat and stack hand each
  * input its part of g, converted to the input's dtype. diagonal writes g
  * into zeros with diagonal_scatter; a scatter hands src the part of g its
- * view picks and self g with that part zeroed (a scatter of zeros).
+ * view picks and self g with that part zeroed (a scatter of zeros);
+ * as_strided_copy writes g back with as_strided_scatter.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +157,21 @@ static tj_status d_scatter(tjg_ctx *c) { /* self, src; attrs: the view's */
         tjg_val in[2] = {G, zeros_of(c, G, &src)};
         c->grad_in[0] = in[1] ? tjg_op(c, c->op->id, in, 2, c->attrs) : NULL;
     }
+    return TJ_OK;
+}
+
+/* as_strided_copy: g written back where it was read; elements read more than
+ * once would need their gradients summed, which a scatter does not do */
+static tj_status d_as_strided_copy(tjg_ctx *c) { /* attrs: size, stride, storage_offset */
+    if (!c->needs[0] || !G) return TJ_OK;
+    const tj_attr *a = c->attrs;
+    if (tjc_strided_overlaps(a[0].ints.data, a[1].ints.data, a[0].ints.n))
+        return c->status = tjc_error(TJ_ERR_UNSUPPORTED, "%s reads some element of self more than "
+                                     "once (size and stride overlap); its derivative, which would "
+                                     "sum their gradients, is not supported", c->op->name);
+    tj_type t = in_type(c, 0);
+    tjg_val in[2] = {zeros_of(c, G, &t), G};
+    c->grad_in[0] = in[0] ? tjg_op(c, TJ_OP_as_strided_scatter, in, 2, c->attrs) : NULL;
     return TJ_OK;
 }
 
@@ -370,6 +386,8 @@ const tjg_rule_entry tjg_rules_view[] = {
     {TJ_OP_select_scatter, d_scatter, NULL},
     {TJ_OP_slice_scatter, d_scatter, NULL},
     {TJ_OP_diagonal_scatter, d_scatter, NULL},
+    {TJ_OP_as_strided_scatter, d_scatter, NULL},
+    {TJ_OP_as_strided_copy, d_as_strided_copy, NULL},
     {TJ_OP_reshape, d_reshape, NULL},
     {TJ_OP_flatten, d_reshape, NULL},
     {TJ_OP_contiguous, d_identity, NULL},

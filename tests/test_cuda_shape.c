@@ -64,6 +64,9 @@ static const op_case single_cases[] = {
     {"aten::flatten.using_ints", 0, {0}, {I(0), I(-1)}, 2},
     {"aten::contiguous", 3, {2, 3, 4}, {I(0)}, 0},
     {"aten::contiguous", 3, {2, 0, 4}, {I(0)}, 0},
+    {"aten::as_strided_copy", 3, {2, 3, 4}, {L(3, 4), L(8, 1), I(2)}, 3},
+    {"aten::as_strided_copy", 3, {2, 3, 4}, {L(4, 3), L(1, 1), I(0)}, 3}, /* overlapping reads */
+    {"aten::as_strided_copy", 3, {2, 3, 4}, {L(4, 3), L(8, 1), I(2)}, 3}, /* past the end */
     {"aten::new_zeros", 3, {2, 3, 4}, {L(5, 2)}, 1},
     {"aten::new_zeros", 2, {2, 3}, {EMPTY_LIST}, 1},
     {"aten::new_zeros", 2, {2, 3}, {L(0, 3)}, 1},
@@ -269,6 +272,8 @@ static const scatter_case scatter_cases[] = {
     {"aten::diagonal_scatter", 2, {4, 3}, {I(0), I(0), I(1)}, 3},
     {"aten::diagonal_scatter", 2, {3, 4}, {I(1), I(2), I(1)}, 3},
     {"aten::diagonal_scatter", 2, {3, 2}, {I(0), I(0), I(1)}, 3}, /* src of other sizes */
+    {"aten::as_strided_scatter", 2, {3, 4}, {L(3, 4), L(20, 1), I(1)}, 3},
+    {"aten::as_strided_scatter", 2, {3, 4}, {L(3, 4), L(1, 1), I(0)}, 3}, /* overlapping writes */
 };
 
 /* select_scatter, slice_scatter and diagonal_scatter for every dtype of

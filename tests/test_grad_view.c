@@ -157,7 +157,8 @@ static void every_view_op_is_listed(void **state) {
         if (!e || !in_view_table(i)) fail_msg("%s is not in tjg_rules_view", op->name);
         if (!e->rule && !e->why) fail_msg("%s has neither a rule nor a reason", op->name);
         if (!e->rule) continue;
-        bool has_case = false;
+        bool has_case = !strcmp(op->name, "aten::as_strided_scatter") ||
+                        !strcmp(op->name, "aten::as_strided_copy"); /* as_strided_gradients */
         for (int c = 0; c < N_CASES; c++) has_case |= !strcmp(cases[c].op, op->name);
         if (!has_case) fail_msg("%s has a rule but no case in test_grad_view.c", op->name);
     }
@@ -204,6 +205,39 @@ static void first_order(void **state) {
 static void second_order(void **state) {
     (void)state;
     check_cases(true);
+}
+
+/* ---- as_strided ops (two int[] arguments) ------------------------------------------------- */
+
+/* First and second order through as_strided_scatter and as_strided_copy, and
+ * the refusal of as_strided_copy's derivative where it reads an element twice. */
+static void as_strided_gradients(void **state) {
+    (void)state;
+    tj_generator *gen = tj_generator_new(31);
+    static const int64_t s34[] = {3, 4}, s22[] = {2, 2}, st41[] = {4, 1}, s23[] = {2, 3},
+                         st12[] = {1, 2}, st11[] = {1, 1};
+    tj_tensor *x = tt_random(gen, s34, 2, TJ_F64, -1.5, 1.5);
+    tj_tensor *src = tt_random(gen, s22, 2, TJ_F64, -1.5, 1.5);
+    const tj_op_info *scatter = tj_op_find("aten::as_strided_scatter");
+    const tj_op_info *copy = tj_op_find("aten::as_strided_copy");
+    tj_attr a[3] = {{.ints = {s22, 2}}, {.ints = {st41, 2}}, {.i = 1}};
+    tj_tensor *two[2] = {x, src};
+    tt_gradcheck_op(scatter, two, 2, a, NULL, "as_strided_scatter");
+    tt_gradgradcheck_op(scatter, two, 2, a, NULL, "as_strided_scatter");
+    tj_attr b[3] = {{.ints = {s23, 2}}, {.ints = {st12, 2}}, {.i = 0}};
+    tt_gradcheck_op(copy, &x, 1, b, NULL, "as_strided_copy");
+    tt_gradgradcheck_op(copy, &x, 1, b, NULL, "as_strided_copy");
+    /* overlapping reads: the gradient would need sums; refused with the reason */
+    tj_attr o[3] = {{.ints = {s22, 2}}, {.ints = {st11, 2}}, {.i = 0}};
+    tj_graph *g = tt_op_graph(copy, &x, 1, o);
+    assert_non_null(g);
+    bool wrt[1] = {true};
+    assert_null(tj_grad_graph(g, wrt));
+    tt_assert_error("reads some element of self more than once");
+    tj_clear_error();
+    tj_graph_free(g);
+    tj_release(x), tj_release(src);
+    tj_generator_free(gen);
 }
 
 /* ---- many operands and outputs ------------------------------------------------------------ */
@@ -378,6 +412,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_view_op_is_listed),
         cmocka_unit_test(first_order),
+        cmocka_unit_test(as_strided_gradients),
         cmocka_unit_test(second_order),
         cmocka_unit_test(many_pieces),
         cmocka_unit_test(many_pieces_eager),

@@ -792,7 +792,8 @@ static void test_stack(void **state) {
 
 /* the scatters are in test_scatter.c */
 static const char *const own_tests[] = {"aten::cat", "aten::stack", "aten::select_scatter",
-                                        "aten::slice_scatter", "aten::diagonal_scatter"};
+                                        "aten::slice_scatter", "aten::diagonal_scatter",
+                                        "aten::as_strided_scatter", "aten::as_strided_copy"};
 
 static bool has_cases(const char *op) {
     for (int c = 0; c < N_CASES; c++)

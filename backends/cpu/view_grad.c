@@ -2,7 +2,8 @@
  * core/ops_view.def, rules in core/view_grad_rules.c): the fresh output is
  * zeroed, then the gradient is copied into the view of it that select or
  * slice would have made. The scatters (rule in core/scatter_rules.c) copy
- * self instead of zeroing. new_zeros uses tjcpu_zeros_kernel (copy.c). */
+ * self instead of zeroing; as_strided_copy gathers from a strided view.
+ * new_zeros uses tjcpu_zeros_kernel (copy.c). */
 #include <string.h>
 
 #include "core/scatter.h"
@@ -59,4 +60,27 @@ tj_status tjcpu_scatter(const tjc_call *c) {
     tj_status st = tjc_scatter_view(c, out, &view);
     if (st || (st = tjcpu_copy(out, c->in[0]))) return st;
     return place(out, c->in[1], view.sizes, view.strides, view.ndim, view.offset);
+}
+
+/* out = the elements size, stride and storage_offset pick from self laid
+ * out row-major (a contiguous copy of self first when it is not). */
+tj_status tjcpu_as_strided_copy(const tjc_call *c) {
+    tj_tensor *self = c->in[0], *dense = self;
+    if (!tj_is_contiguous(self)) {
+        dense = tjc_alloc(self->sizes, self->ndim, self->dtype);
+        tj_status st = dense ? tjcpu_copy(dense, self) : tj_last_status();
+        if (st) {
+            tj_release(dense);
+            return st;
+        }
+    }
+    tjc_meta pick;
+    tj_status st = tjc_strided_pick(c, c->attr, tjc_numel(self->sizes, self->ndim), false, dense, &pick);
+    if (!st && tjc_numel(pick.sizes, pick.ndim)) {
+        tj_tensor v;
+        tjc_view_on_stack(&v, dense, pick.sizes, pick.strides, pick.ndim, pick.offset);
+        st = tjcpu_copy(c->out[0], &v);
+    }
+    if (dense != self) tj_release(dense);
+    return st;
 }

@@ -119,6 +119,27 @@ static tj_status scatter(const tjc_call *c) {
     return place(c->op->name, out, c->in[1], view.sizes, view.strides, view.ndim, view.offset);
 }
 
+/* as_strided_copy: from a strided view of self (of a contiguous copy of
+ * self on the device when it is not contiguous) */
+static tj_status as_strided_copy(const tjc_call *c) {
+    tj_tensor *self = c->in[0], *dense = self;
+    tj_status st = TJ_OK;
+    if (!tj_is_contiguous(self)) {
+        dense = tjc_alloc_on(tj_tensor_device(self), self->sizes, self->ndim, self->dtype);
+        st = dense ? tjcu_copy(c->op->name, dense, self) : tj_last_status();
+    }
+    tjc_meta pick;
+    if (!st) st = tjc_strided_pick(c, c->attr, tjc_numel(self->sizes, self->ndim), false, dense, &pick);
+    tj_tensor *v = NULL;
+    if (!st && tjc_numel(pick.sizes, pick.ndim)) {
+        v = tjc_make_view(dense, pick.sizes, pick.strides, pick.ndim, pick.offset);
+        st = v ? tjcu_copy(c->op->name, c->out[0], v) : tj_last_status();
+    }
+    tj_release(v);
+    if (dense != self) tj_release(dense);
+    return st;
+}
+
 static tj_status new_zeros(const tjc_call *c) { return tjcu_zero(c->op->name, c->out[0]); }
 
 void tjcu_register_shape(tjc_kernel_fn *kernels) {
@@ -136,5 +157,7 @@ void tjcu_register_shape(tjc_kernel_fn *kernels) {
     kernels[TJ_OP_select_scatter] = scatter;
     kernels[TJ_OP_slice_scatter] = scatter;
     kernels[TJ_OP_diagonal_scatter] = scatter;
+    kernels[TJ_OP_as_strided_scatter] = scatter;
+    kernels[TJ_OP_as_strided_copy] = as_strided_copy;
     kernels[TJ_OP_new_zeros] = new_zeros;
 }

@@ -343,6 +343,23 @@ static void view_or_shape(gf *f, const tj_op_info *op) {
         if (src) r = tj_slice_scatter(x, src, dd, start, end, step);
         break;
     }
+    case TJ_OP_as_strided_copy:
+    case TJ_OP_as_strided_scatter: {
+        /* a window of rows: size [r, c] with strides [c_x, 1] from a row-major
+         * offset, picked to stay inside x */
+        int64_t n = tj_numel(x), cols = xd ? xs[xd - 1] : 1;
+        if (!n || !cols) return;
+        int64_t rows = n / cols, nr = 1 + pick(f, rows), nc = 1 + pick(f, cols);
+        int64_t size[2] = {nr, nc}, stride[2] = {cols, 1};
+        int64_t off = pick(f, cols - nc + 1) + cols * pick(f, rows - nr + 1);
+        if (op->id == TJ_OP_as_strided_copy) {
+            r = tj_as_strided_copy(x, size, 2, stride, 2, off);
+            break;
+        }
+        tj_tensor *src = tj_as_strided_copy(partner(f, x), size, 2, stride, 2, off);
+        if (src) r = tj_as_strided_scatter(x, src, size, 2, stride, 2, off);
+        break;
+    }
     case TJ_OP_new_zeros: {
         int k = (int)pick(f, 4);
         for (int i = 0; i < k; i++) sz[i] = 1 + pick(f, 3);
