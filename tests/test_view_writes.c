@@ -2,7 +2,8 @@
  * PyTorch. Each model below is the C twin of the PyTorch function of the
  * same name in tests/views/make_golden.py, whose outputs, inputs after the
  * call, and input gradients (for a loss of sum(out_k * gout_k)) are the
- * golden files in tests/views/data/NAME/. For every model:
+ * golden files in tests/views/data/NAME/; each model's comment quotes its
+ * twin. For every model:
  *   - tjit's eager run, the traced graph replayed by the portable backend
  *     and by LLVM (fused), equal PyTorch within 1e-5 of the output's largest
  *     magnitude, and so do the inputs the model writes;
@@ -35,6 +36,10 @@ enum { MAX_IO = 4 };
 #define UNUSED (void)ctx, (void)n_in, (void)n_out
 #define MODEL(name) static tj_status name(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out)
 
+/* PyTorch: def select_mul(x):
+ *     b = x.clone()
+ *     b.select(0, 1).mul_(2.0)
+ *     return [b] */
 MODEL(select_mul) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -42,6 +47,10 @@ MODEL(select_mul) {
     RETURN1(b);
 }
 
+/* PyTorch: def slice_add(x, y):
+ *     b = x * 1.0
+ *     b[:, 1:3].add_(y[:, :2])
+ *     return [b] */
 MODEL(slice_add) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_mul_scalar(in[0], 1.0);
@@ -49,6 +58,10 @@ MODEL(slice_add) {
     RETURN1(b);
 }
 
+/* PyTorch: def narrow_copy(x, y):
+ *     b = x.clone()
+ *     b.narrow(1, 0, 2).copy_(y)
+ *     return [b + 1.0] */
 MODEL(narrow_copy) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -56,6 +69,10 @@ MODEL(narrow_copy) {
     RETURN1(tj_add_scalar(b, 1.0, 1.0));
 }
 
+/* PyTorch: def diagonal_add(x):
+ *     b = x.clone()
+ *     b.diagonal().add_(1.0)
+ *     return [b] */
 MODEL(diagonal_add) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -63,6 +80,10 @@ MODEL(diagonal_add) {
     RETURN1(b);
 }
 
+/* PyTorch: def transpose_select(x):
+ *     b = x.clone()
+ *     b.t().select(0, 2).mul_(3.0)
+ *     return [b] */
 MODEL(transpose_select) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -70,6 +91,10 @@ MODEL(transpose_select) {
     RETURN1(b);
 }
 
+/* PyTorch: def view_slice(x):
+ *     b = x.clone()
+ *     b.view(6, 2)[1:4].mul_(0.5)
+ *     return [b] */
 MODEL(view_slice) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -77,6 +102,13 @@ MODEL(view_slice) {
     RETURN1(b);
 }
 
+/* PyTorch: def two_views(x):
+ *     b = x.clone()
+ *     v1 = b[0]
+ *     v2 = b[:, 1]
+ *     v1.add_(1.0)
+ *     v2.mul_(2.0)
+ *     return [b, v1, v2] */
 MODEL(two_views) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *v1 = tj_select(b, 0, 0), *v2 = tj_select(b, 1, 1);
@@ -87,6 +119,11 @@ MODEL(two_views) {
     return out[0] && out[1] && out[2] ? TJ_OK : tj_last_status();
 }
 
+/* PyTorch: def base_then_view(x):
+ *     b = x.clone()
+ *     v = b[1]
+ *     b.mul_(2.0)
+ *     return [v * 1.0] */
 MODEL(base_then_view) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *v = tj_select(b, 0, 1);
@@ -94,6 +131,11 @@ MODEL(base_then_view) {
     RETURN1(tj_mul_scalar(v, 1.0));
 }
 
+/* PyTorch: def chunk_write(x):
+ *     b = x.clone()
+ *     c = b.chunk(2, dim=1)
+ *     c[1].mul_(-1.0)
+ *     return [b] */
 MODEL(chunk_write) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *c[2];
@@ -101,6 +143,11 @@ MODEL(chunk_write) {
     RETURN1(b);
 }
 
+/* PyTorch: def unbind_write(x):
+ *     b = x.clone()
+ *     rows = b.unbind(0)
+ *     rows[2].add_(10.0)
+ *     return [b, rows[0] * 1.0] */
 MODEL(unbind_write) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *rows[3] = {0};
@@ -110,6 +157,11 @@ MODEL(unbind_write) {
     return out[0] && out[1] ? TJ_OK : tj_last_status();
 }
 
+/* PyTorch: def split_copy(x):
+ *     b = x.clone()
+ *     parts = b.split([2, 3], dim=0)
+ *     parts[1].copy_(torch.ones(3, 2))
+ *     return [b] */
 MODEL(split_copy) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *parts[2];
@@ -118,6 +170,10 @@ MODEL(split_copy) {
     RETURN1(b);
 }
 
+/* PyTorch: def unsqueeze_write(x):
+ *     b = x.clone()
+ *     b.unsqueeze(0)[0, 1].mul_(0.0)
+ *     return [b] */
 MODEL(unsqueeze_write) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -125,6 +181,10 @@ MODEL(unsqueeze_write) {
     RETURN1(b);
 }
 
+/* PyTorch: def permute_add(x, y):
+ *     b = x.clone()
+ *     b.permute(2, 1, 0)[1].add_(y)
+ *     return [b] */
 MODEL(permute_add) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -132,6 +192,11 @@ MODEL(permute_add) {
     RETURN1(b);
 }
 
+/* PyTorch: def loop_rows(x):
+ *     b = x.clone()
+ *     for i in range(3):
+ *         b[i].mul_(i + 1.0)
+ *     return [b.sum(0)] */
 MODEL(loop_rows) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -139,6 +204,13 @@ MODEL(loop_rows) {
     RETURN1(tj_sum(b, L(0), 1, false));
 }
 
+/* PyTorch: def rnn_buffer(x, h0):
+ *     out = torch.zeros(4, 3)
+ *     h = h0
+ *     for t in range(4):
+ *         h = torch.tanh(x[t] + h)
+ *         out[t].copy_(h)
+ *     return [out] */
 MODEL(rnn_buffer) {
     UNUSED; BEGIN;
     tj_tensor *o = tj_zeros(L(4, 3), 2, tj_tensor_dtype(in[0])), *h = in[1];
@@ -149,6 +221,10 @@ MODEL(rnn_buffer) {
     RETURN1(o);
 }
 
+/* PyTorch: def masked_scale(x, m):
+ *     b = x.clone()
+ *     b[:, 0].mul_(m[:, 0])
+ *     return [b] */
 MODEL(masked_scale) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -156,6 +232,10 @@ MODEL(masked_scale) {
     RETURN1(b);
 }
 
+/* PyTorch: def select_slice(x):
+ *     b = x.clone()
+ *     b[1][2:].add_(5.0)
+ *     return [b] */
 MODEL(select_slice) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -163,6 +243,12 @@ MODEL(select_slice) {
     RETURN1(b);
 }
 
+/* PyTorch: def overlapping_views(x):
+ *     b = x.clone()
+ *     v = b[:, 1:3]
+ *     w = b[:, 2:4]
+ *     v.mul_(2.0)
+ *     return [w * 1.0] */
 MODEL(overlapping_views) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *v = tj_slice(b, 1, 1, 3, 1), *w = tj_slice(b, 1, 2, 4, 1);
@@ -170,6 +256,10 @@ MODEL(overlapping_views) {
     RETURN1(tj_mul_scalar(w, 1.0));
 }
 
+/* PyTorch: def running_stats(x, buf):
+ *     buf[0].mul_(0.9).add_(0.1 * x.mean(0))
+ *     buf[1].mul_(0.9).add_(0.1 * x.var(0, unbiased=False))
+ *     return [x * 2.0] */
 MODEL(running_stats) {
     UNUSED; BEGIN;
     tj_tensor *mean = tj_mean(in[0], L(0), 1, false), *var = tj_var(in[0], L(0), 1, 0, false);
@@ -178,6 +268,10 @@ MODEL(running_stats) {
     RETURN1(tj_mul_scalar(in[0], 2.0));
 }
 
+/* PyTorch: def copy_broadcast(x, y):
+ *     b = x.clone()
+ *     b[0].copy_(y)
+ *     return [b] */
 MODEL(copy_broadcast) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -185,6 +279,10 @@ MODEL(copy_broadcast) {
     RETURN1(b);
 }
 
+/* PyTorch: def copy_dtype(x, y):
+ *     b = x.clone()
+ *     b[1].copy_(y.double())
+ *     return [b] */
 MODEL(copy_dtype) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -192,6 +290,10 @@ MODEL(copy_dtype) {
     RETURN1(b);
 }
 
+/* PyTorch: def diagonal_offset(x):
+ *     b = x.clone()
+ *     b.diagonal(1, 1, 2).mul_(2.0)
+ *     return [b] */
 MODEL(diagonal_offset) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -199,6 +301,10 @@ MODEL(diagonal_offset) {
     RETURN1(b);
 }
 
+/* PyTorch: def reshape_slice(x):
+ *     b = x.clone()
+ *     b.reshape(12)[3:7].mul_(-1.0)
+ *     return [b] */
 MODEL(reshape_slice) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -206,6 +312,10 @@ MODEL(reshape_slice) {
     RETURN1(b);
 }
 
+/* PyTorch: def flatten_select(x):
+ *     b = x.clone()
+ *     b.flatten(1)[0].add_(1.0)
+ *     return [b] */
 MODEL(flatten_select) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -213,6 +323,10 @@ MODEL(flatten_select) {
     RETURN1(b);
 }
 
+/* PyTorch: def write_then_matmul(x, w):
+ *     b = x.clone()
+ *     b[0].mul_(2.0)
+ *     return [b @ w] */
 MODEL(write_then_matmul) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -220,6 +334,11 @@ MODEL(write_then_matmul) {
     RETURN1(tj_matmul(b, in[1]));
 }
 
+/* PyTorch: def narrow_returned(x):
+ *     b = x.clone()
+ *     v = b.narrow(0, 1, 2)
+ *     v.mul_(3.0)
+ *     return [v, b] */
 MODEL(narrow_returned) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]), *v = tj_narrow(b, 0, 1, 2);
@@ -229,6 +348,10 @@ MODEL(narrow_returned) {
     return out[0] && out[1] ? TJ_OK : tj_last_status();
 }
 
+/* PyTorch: def chained_inplace(x):
+ *     b = x.clone()
+ *     b[:, 2].mul_(2.0).add_(1.0).sub_(0.5)
+ *     return [torch.relu(b)] */
 MODEL(chained_inplace) {
     UNUSED; BEGIN;
     tj_tensor *b = tj_clone(in[0]);
@@ -236,6 +359,10 @@ MODEL(chained_inplace) {
     RETURN1(tj_relu(b));
 }
 
+/* PyTorch: def input_written(x, y):
+ *     x2 = x * 1.0
+ *     y[0].add_(x2[0])
+ *     return [y * 1.0] */
 MODEL(input_written) {
     UNUSED; BEGIN;
     tj_tensor *x2 = tj_mul_scalar(in[0], 1.0);
