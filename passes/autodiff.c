@@ -183,19 +183,19 @@ static tj_status mark_needs(diff *d, const bool *wrt) {
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) has no derivative rule",
                              op->name, tj_node_id(n));
         if (!e->rule) continue; /* no gradient flows through it */
-        if (op->schema.mutates_self && !needs(d, tj_node_input(n, 0)) && last_write_into_input(n))
-            continue;
-        tj_value *dst = tj_node_input(n, 0);
-        if (op->schema.mutates_self && tj_node_kind_of(tj_value_node(dst)) == TJ_NODE_PARAM &&
-            needs(d, dst))
-            return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into "
-                             "graph input %d, which requires a gradient: a leaf that requires grad "
-                             "cannot be written in place (PyTorch refuses it too); write into a "
-                             "clone of it", op->name, tj_node_id(n), tj_value_offset(dst));
-        if (op->schema.mutates_self)
+        if (op->schema.mutates_self) {
+            tj_value *dst = tj_node_input(n, 0);
+            bool input = tj_node_kind_of(tj_value_node(dst)) == TJ_NODE_PARAM;
+            if (!needs(d, dst) && last_write_into_input(n)) continue;
+            if (input && needs(d, dst))
+                return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into "
+                                 "graph input %d, which requires a gradient: a leaf that requires "
+                                 "grad cannot be written in place (PyTorch refuses it too); write "
+                                 "into a clone of it", op->name, tj_node_id(n), tj_value_offset(dst));
             return tjc_error(TJ_ERR_UNSUPPORTED, "autodiff: %s (node %%%d) writes in place into a "
                              "value that needs a gradient; use its out-of-place form",
                              op->name, tj_node_id(n));
+        }
         tj_status st = complete_types(n);
         if (st) return st;
         for (int o = 0; o < tj_node_num_outputs(n); o++)

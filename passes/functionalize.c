@@ -20,15 +20,13 @@
 #include "passes/grad.h"
 #include "passes/passes_internal.h"
 
-/* Whether v may share memory with another value: made by a view, by an op
- * that may return its input (reshape, flatten, contiguous), by a write in
- * place, or read by one of those, or not made by an op at all. */
+/* Whether n's result may share memory with its input 0: a view, an op that
+ * may return its input (reshape, flatten, contiguous: the schema's
+ * `Tensor(a)` return), a write in place, or a node that is not an op. */
 static bool aliasing_op(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP) return true;
-    const tj_op_info *op = tj_node_op(n);
-    int id = tj_op_id(op);
-    return tj_op_kind_of(op) == TJ_KIND_VIEW || id == TJ_OP_reshape || id == TJ_OP_flatten ||
-           id == TJ_OP_contiguous || tj_op_schema(op)->mutates_inputs;
+    const tj_schema *s = tj_op_schema(tj_node_op(n));
+    return s->aliases_self || s->mutates_inputs;
 }
 
 /* A view nobody reads (the tracer leaves one behind when it makes a view
@@ -41,17 +39,14 @@ static bool read(const tj_node *n) {
 }
 
 /* Whether user's input `index` shares memory with its result or is written:
- * input 0 of a view or of an op that may return it, a written argument, or
- * any input of a node that is not an op (a list holds its elements). */
+ * input 0 of an op whose result may be it, a written argument, or any
+ * input of a node that is not an op (a list holds its elements). */
 static bool aliases_input(const tj_node *user, int index) {
     if (tj_node_kind_of(user) != TJ_NODE_OP) return true;
-    const tj_op_info *op = tj_node_op(user);
-    const tj_schema *s = tj_op_schema(op);
+    const tj_schema *s = tj_op_schema(tj_node_op(user));
     if (!s->has_tensor_list && index < s->n_tensor_args && s->args[s->tensor_pos[index]].mutated)
         return true;
-    int id = tj_op_id(op);
-    return index == 0 && (tj_op_kind_of(op) == TJ_KIND_VIEW || id == TJ_OP_reshape ||
-                          id == TJ_OP_flatten || id == TJ_OP_contiguous);
+    return index == 0 && s->aliases_self;
 }
 
 /* Nothing but writer and plain reads sees v's memory. */

@@ -12,9 +12,10 @@
  * and scatters into the view's base (views.c), so the graph stays free of
  * such writes; a view read after its storage was written is made again from
  * its base's current value, as PyTorch's functionalization does. The tensor
- * written in place directly is remapped to the op's output. Only a write
- * through a view into a graph input's storage stays a write in the graph, and
- * reading another view of that storage afterwards is an error.
+ * written in place directly is remapped to the op's output. A write that is
+ * not the in-place form of another op (batch_norm's running statistics)
+ * stays a write, and reading another view of that storage afterwards is an
+ * error.
  *
  * Constants: a tensor made inside the trace (tj_zeros, tj_full, ...) becomes
  * a prim::Constant holding that tensor. Every replay shares the constant, so
@@ -125,9 +126,9 @@ tj_value *tjt_value_for(tracer *tr, tj_tensor *t, const char *reader, const char
         if (stamp == tjt_version_of(tr, t)) return v;
         if ((v = tjt_view_again(tr, t)) || tr->failed) return v;
         tjt_fail(tr, TJ_ERR_UNSUPPORTED, "%s reads '%s', whose memory was written in place "
-                 "through another view of it after it was made, and the write went into a "
-                 "graph input's storage, which the graph keeps as a write: clone the input "
-                 "before writing into it", reader, arg);
+                 "through another view of it after it was made, by an op the graph keeps as a "
+                 "write (not the in-place form of another op): clone the tensor before writing "
+                 "into it", reader, arg);
         return NULL;
     }
     if (tjc_ptrmap_has(&tr->created, t)) return constant_value(tr, t);
@@ -211,9 +212,9 @@ static void on_after(void *ctx, void *token, tj_tensor *const *out, int n_out) {
             return;
         }
         tjt_map(tr, out[i], tj_node_output(n, i));
-        tj_op_kind kind = tj_op_kind_of(pd->op);
-        if (!list && pd->n_in > 0 && pd->tensors[0] && out[i] != pd->tensors[0] &&
-            (kind == TJ_KIND_VIEW || kind == TJ_KIND_SHAPE) && tj_shares_storage(out[i], pd->tensors[0]))
+        /* a view (or a reshape, flatten, contiguous that returned one) */
+        if (s->aliases_self && pd->tensors[0] && out[i] != pd->tensors[0] &&
+            tj_shares_storage(out[i], pd->tensors[0]))
             tjt_record_view(tr, pd->tensors[0], out, i, pd->op, pd->attrs, pd->n_attrs);
     }
     /* ... nor the other tensors written, which stand for the same value */

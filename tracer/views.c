@@ -215,18 +215,17 @@ static tj_value *written_value(tracer *tr, const pending *pd) {
             y = emit(tr, TJ_OP_expand, &y, 1, &size, 1, &ty);
         }
     } else {
-        /* its result's dtype from the op itself (t's data has changed since;
-         * only the shape rule's answer is used) */
+        /* its result's dtype and sizes from the op's shape rule (no kernel runs) */
         const tj_op_info *pure = tjc_op(pd->op->inplace_of);
-        tj_tensor *r = NULL;
-        if (tjc_invoke_nested(pure, pd->tensors, pd->n_in, pd->attrs, &r, 1) != 1) {
+        tjc_prepared prep;
+        if (tjc_prepare_call(pure, pd->tensors, pd->n_in, pd->attrs, &prep) != TJ_OK) {
             tjt_fail(tr, tj_last_status(), "cannot record %s as %s: %s", pd->op->name, pure->name,
                      tj_last_error());
             return NULL;
         }
-        tj_type ty = tj_type_of_tensor(r);
-        dtype = r->dtype;
-        tj_release(r);
+        dtype = prep.meta[0].dtype;
+        tj_type ty = type_of(t, dtype, true); /* fresh, of self's sizes: the write broadcast to them */
+        tjc_free(prep.meta);
         y = emit(tr, pure->id, pd->values, pd->n_in, pd->attrs, pd->n_attrs, &ty);
     }
     if (y && dtype != t->dtype) {
