@@ -101,7 +101,11 @@ tj_status tjc_wrap_dim(const char *op, int64_t dim, int ndim, int *out);
 /* PyTorch's type promotion: categories bool < integer < float. */
 tj_dtype tjc_promote(tj_dtype a, tj_dtype b);
 /* The dtype of (tensor of dtype d) op (a C double): d when floating, else f32. */
-tj_dtype tjc_promote_float_scalar(tj_dtype d);
+/* d with a Scalar operand, as PyTorch promotes a wrapped number: the Scalar
+ * changes the dtype only when its category is higher, to i64 for an integer
+ * and f32 (the default dtype) for a float: i64 + 2 is i64, i64 + 2. is f32,
+ * bool + 2 is i64, f64 + 2. stays f64. */
+tj_dtype tjc_promote_scalar(tj_dtype d, const tj_scalar *s);
 int tjc_dtype_category(tj_dtype d); /* 0 bool, 1 integer, 2 float */
 
 /* ---- the op table ---------------------------------------------------------- */
@@ -148,11 +152,13 @@ typedef tj_status (*tjc_kernel_fn)(const tjc_call *c);
 /* How a pointwise op types its operands. */
 typedef enum tjc_pw_rule {
     TJC_PW_ARITH,    /* f32, f64, i64; computes and returns the promoted dtype */
-    TJC_PW_ARITH_FS, /* like ARITH with a float scalar operand: integers become f32 */
+    TJC_PW_ARITH_FS, /* like ARITH; its Scalar bounds take part in promotion (clamp) */
     TJC_PW_FLOAT,    /* f32, f64; integer and bool inputs become f32 */
     TJC_PW_COMPARE,  /* any dtype; computes in the promoted dtype, returns bool */
     TJC_PW_LOGICAL,  /* any dtype, read as bool; returns bool */
-    TJC_PW_SELECT    /* input 0 is a bool condition; the rest are promoted */
+    TJC_PW_SELECT,   /* input 0 is a bool condition; the rest are promoted */
+    TJC_PW_ARITH_B   /* like ARITH, and bool too, as PyTorch's kernels of these ops take
+                        it: the C expression over bools (add is or, mul is and) */
 } tjc_pw_rule;
 
 struct tj_op_info {
@@ -198,6 +204,13 @@ char *tjc_inplace_schema_text(const char *base);
 
 /* Index of value among a str(a|b|c) argument's choices, or -1. */
 int tjc_choice_index(const tj_arg *arg, const char *value);
+/* A Scalar literal at text: an integer when written without '.', exponent,
+ * inf or nan ("2", "-3"), else a float ("2.", "1e-05", "inf"); *end after it.
+ * False when there is no number there or an integer overflows int64. */
+bool tjc_read_scalar(const char *text, tj_scalar *out, const char **end);
+/* s's kind, FLOAT where its fields disagree with the kind it claims (an
+ * attribute written as (tj_attr){.f = x} whose other bytes are not zero). */
+tj_scalar_kind tjc_scalar_kind(const tj_scalar *s);
 /* Element i of an int[N] attribute, where a list of one stands for all N. */
 static inline int64_t tjc_ints_at(const tj_attr *a, int i) {
     return a->ints.n == 1 ? a->ints.data[0] : a->ints.data[i];
@@ -205,9 +218,11 @@ static inline int64_t tjc_ints_at(const tj_attr *a, int i) {
 /* Kernel of view ops: the dispatcher already made the views. */
 tj_status tjc_view_kernel(const tjc_call *c);
 
-/* Pointwise typing: the dtype an op computes in and the dtype it returns. */
-tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_dtype *compute,
-                       tj_dtype *result);
+/* Pointwise typing: the dtype an op computes in and the dtype it returns,
+ * from the tensors' dtypes and the Scalars that take part in promotion (a
+ * .Scalar form's operand, clamp's bounds); attrs are the op's attributes. */
+tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
+                       tj_dtype *compute, tj_dtype *result);
 
 /* Attribute i of a call, by position among attrs. */
 static inline const tj_attr *tjc_attr(const tjc_call *c, int i) { return &c->attr[i]; }

@@ -37,6 +37,10 @@ tj_dtype tjc_promote(tj_dtype a, tj_dtype b) {
     return TJ_F64;
 }
 
-tj_dtype tjc_promote_float_scalar(tj_dtype d) { return tj_dtype_is_float(d) ? d : TJ_F32; }
+tj_dtype tjc_promote_scalar(tj_dtype d, const tj_scalar *s) {
+    tj_scalar_kind k = tjc_scalar_kind(s);
+    tj_dtype wrapped = k == TJ_SCALAR_FLOAT ? TJ_F32 : k == TJ_SCALAR_INT ? TJ_I64 : TJ_BOOL;
+    return dtype_facts[wrapped].category > dtype_facts[d].category ? wrapped : d;
+}
 
 bool tj_is_none(double v) { return isnan(v); }

@@ -48,8 +48,20 @@ static bool float_inputs_only(const tj_op_info *op) {
            base == TJ_OP_lerp_tensor;
 }
 
-tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_dtype *compute,
-                       tj_dtype *result) {
+/* The Scalars that take part in type promotion, as PyTorch's wrapped numbers:
+ * a .Scalar form's operand and clamp's bounds (not alpha, not addcmul's
+ * value: those are converted to the computation's dtype). */
+static tj_dtype promote_with_scalars(const tj_op_info *op, const tj_attr *attrs, tj_dtype r) {
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    if (form->scalar_base >= 0) return tjc_promote_scalar(r, &attrs[0].scalar);
+    if (form->pw_rule == TJC_PW_ARITH_FS)
+        for (int k = 0; k < op->schema.n_attrs; k++)
+            if (!tj_is_none(attrs[k].scalar.f)) r = tjc_promote_scalar(r, &attrs[k].scalar);
+    return r;
+}
+
+tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
+                       tj_dtype *compute, tj_dtype *result) {
     if (float_inputs_only(op))
         for (int i = 0; i < n_in; i++)
             if (in[i] && !tj_dtype_is_float(in[i]->dtype))
@@ -57,7 +69,14 @@ tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_
                                  "floating-point tensors (as in PyTorch); convert with tj_to_dtype "
                                  "first", op->name, tjc_input_name(op, i),
                                  tj_dtype_name(in[i]->dtype));
-    bool float_scalar = op->scalar_base >= 0 || op->pw_rule == TJC_PW_ARITH_FS;
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    const tj_op_info *base = form->scalar_base >= 0 ? tjc_op(form->scalar_base) : form;
+    if (base->id == TJ_OP_sub)
+        for (int i = 0; i < n_in; i++)
+            if (in[i] && in[i]->dtype == TJ_BOOL)
+                return tjc_error(TJ_ERR_DTYPE, "%s: subtraction with a bool tensor is not "
+                                 "supported (as in PyTorch); to invert a mask use "
+                                 "tj_logical_not", op->name);
     tj_dtype r;
     if (op->pw_rule == TJC_PW_SELECT) {
         if (in[0]->dtype != TJ_BOOL)
@@ -67,8 +86,11 @@ tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, tj_
     } else {
         r = promote_inputs(in, 0, n_in);
     }
-    if (float_scalar) r = tjc_promote_float_scalar(r);
+    r = promote_with_scalars(op, attrs, r);
     switch (op->pw_rule) {
+    case TJC_PW_ARITH_B:
+        *compute = *result = r;
+        break;
     case TJC_PW_ARITH:
     case TJC_PW_ARITH_FS:
         if (r == TJ_BOOL)
@@ -111,19 +133,38 @@ static tj_status check_inplace(const tj_op_info *op, const tj_tensor *self, cons
     return TJ_OK;
 }
 
-/* An integer computation would silently truncate a float argument (alpha=0.5
- * would add nothing), so, as PyTorch does, only whole numbers are taken. */
-static tj_status check_integer_params(const tjc_call *c, tj_dtype compute) {
+/* PyTorch's checks of the Scalars that do not promote: an integer computation
+ * refuses a float alpha (it would truncate it; addcmul's value and addmm's
+ * beta are truncated, as in PyTorch), and integers do not take negative
+ * integer powers. */
+static tj_status check_scalar_params(const tjc_call *c, tj_dtype compute) {
+    const tj_op_info *op = c->op;
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    const tj_schema *s = &op->schema;
+    if (form->pw_rule == TJC_PW_ARITH_FS && tj_is_none(c->attr[0].f) && tj_is_none(c->attr[1].f))
+        return tjc_error(TJ_ERR_ARG, "%s: at least one of 'min' and 'max' must be given (as in "
+                         "PyTorch)", op->name);
     if (tj_dtype_is_float(compute)) return TJ_OK;
-    const tj_schema *s = &c->op->schema;
     for (int k = 0; k < s->n_attrs; k++) {
         const tj_arg *arg = &s->args[s->attr_pos[k]];
-        double v = c->attr[k].f;
-        if (arg->type != TJ_ARG_FLOAT || (isfinite(v) && v == nearbyint(v))) continue;
-        return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is %g, but an op on %s tensors takes "
-                         "only whole numbers there; convert the inputs to a floating dtype first",
-                         c->op->name, arg->name, v, tj_dtype_name(compute));
+        const tj_scalar *v = &c->attr[k].scalar;
+        if ((arg->type != TJ_ARG_SCALAR && arg->type != TJ_ARG_SCALAR_OPT) ||
+            tjc_scalar_kind(v) != TJ_SCALAR_FLOAT || (arg->type == TJ_ARG_SCALAR_OPT && tj_is_none(v->f)))
+            continue;
+        if (strcmp(arg->name, "alpha") == 0)
+            return tjc_error(TJ_ERR_ARG, "%s: argument 'alpha' is the float %g, but an op on %s "
+                             "tensors takes an integer alpha (as in PyTorch); write it as an "
+                             "integer or convert the inputs to a floating dtype", op->name, v->f,
+                             tj_dtype_name(compute));
+        if (compute == TJ_I64 && !(v->f >= -0x1p63 && v->f < 0x1p63))
+            return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is %g, which cannot be converted to "
+                             "i64 without overflow (as in PyTorch)", op->name, arg->name, v->f);
     }
+    if (form->id == TJ_OP_pow_scalar && compute == TJ_I64 &&
+        tjc_scalar_kind(&c->attr[0].scalar) != TJ_SCALAR_FLOAT && c->attr[0].scalar.i < 0)
+        return tjc_error(TJ_ERR_ARG, "%s: Integers to negative integer powers are not allowed "
+                         "(exponent %lld); convert to a floating dtype or write the exponent as "
+                         "a float", op->name, (long long)c->attr[0].scalar.i);
     return TJ_OK;
 }
 
@@ -140,8 +181,8 @@ tj_status tjc_infer_pointwise(const tjc_call *c, int *n_out) {
         memcpy(sizes, next, sizeof(int64_t) * (size_t)ndim);
     }
     tj_dtype compute, result;
-    if ((st = tjc_pw_types(op, c->in, c->n_in, &compute, &result))) return st;
-    if ((st = check_integer_params(c, compute))) return st;
+    if ((st = tjc_pw_types(op, c->in, c->n_in, c->attr, &compute, &result))) return st;
+    if ((st = check_scalar_params(c, compute))) return st;
     *n_out = 1;
     if (op->inplace_of >= 0) {
         if ((st = check_inplace(op, c->in[0], sizes, ndim, result))) return st;

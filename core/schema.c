@@ -5,11 +5,13 @@
  *   (Tensor(a!) self, Tensor src) -> Tensor(a!)
  *
  * Types: Tensor, Tensor?, Tensor[], int, int[], int[N], float, float?, float[],
- * bool, str, str(a|b|c), ScalarType, Generator?. Defaults: numbers, None,
+ * bool, str, str(a|b|c), Scalar, Scalar?, ScalarType, Generator?. Defaults: numbers
+ * (a Scalar's keeps its kind: 1 is an integer, 1. a float), None,
  * True, False, [1, 2], 'text', and a dtype name (f32). Parsed defaults live as
  * long as the process (the op table is static).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,34 @@ static char *dup_range(const char *a, size_t n) {
     return s;
 }
 
+bool tjc_read_scalar(const char *text, tj_scalar *out, const char **end) {
+    const char *p = text;
+    if (*p == '+' || *p == '-') p++;
+    bool integral = isdigit((unsigned char)*p);
+    while (isdigit((unsigned char)*p)) p++;
+    if (*p == '.' || *p == 'e' || *p == 'E' || isalpha((unsigned char)*p)) integral = false;
+    char *stop;
+    if (integral) {
+        errno = 0;
+        long long v = strtoll(text, &stop, 10);
+        if (stop == text || errno == ERANGE) return false;
+        *out = tj_scalar_int(v);
+    } else {
+        double v = strtod(text, &stop);
+        if (stop == text) return false;
+        *out = tj_scalar_float(v);
+    }
+    *end = stop;
+    return true;
+}
+
+tj_scalar_kind tjc_scalar_kind(const tj_scalar *s) {
+    if (s->kind == TJ_SCALAR_INT && s->f == (double)s->i) return TJ_SCALAR_INT;
+    if (s->kind == TJ_SCALAR_BOOL && (s->i == 0 || s->i == 1) && s->f == (double)s->i)
+        return TJ_SCALAR_BOOL;
+    return TJ_SCALAR_FLOAT;
+}
+
 static tj_status parse_type(cursor *c, tj_arg *arg, bool *mutates) {
     char word[32];
     if (!ident(c, word, sizeof word)) return fail(c, "a type");
@@ -91,6 +121,8 @@ static tj_status parse_type(cursor *c, tj_arg *arg, bool *mutates) {
             arg->choices = dup_range(start, (size_t)(c->p - start));
             c->p++;
         }
+    } else if (strcmp(word, "Scalar") == 0) {
+        arg->type = eat(c, "?") ? TJ_ARG_SCALAR_OPT : TJ_ARG_SCALAR;
     } else if (strcmp(word, "ScalarType") == 0) {
         arg->type = TJ_ARG_DTYPE;
     } else if (strcmp(word, "Generator") == 0) {
@@ -109,6 +141,7 @@ static tj_status parse_default(cursor *c, tj_arg *arg) {
     arg->has_default = true;
     if (eat(c, "None")) {
         if (arg->type == TJ_ARG_FLOAT_OPT) arg->def.f = TJ_NONE;
+        else if (arg->type == TJ_ARG_SCALAR_OPT) arg->def.scalar = tj_scalar_none();
         else if (arg->type != TJ_ARG_TENSOR_OPT && arg->type != TJ_ARG_GENERATOR)
             return fail(c, "None only for optional types");
         return TJ_OK;
@@ -132,6 +165,14 @@ static tj_status parse_default(cursor *c, tj_arg *arg) {
         arg->def.f = strtod(c->p, &end);
         if (end == c->p) return fail(c, "a number");
         c->p = end;
+        return TJ_OK;
+    }
+    case TJ_ARG_SCALAR:
+    case TJ_ARG_SCALAR_OPT: {
+        if (eat(c, "True")) return arg->def.scalar = tj_scalar_bool(true), TJ_OK;
+        if (eat(c, "False")) return arg->def.scalar = tj_scalar_bool(false), TJ_OK;
+        if (!tjc_read_scalar(c->p, &arg->def.scalar, (const char **)&c->p))
+            return fail(c, "a number");
         return TJ_OK;
     }
     case TJ_ARG_INTS: {

@@ -49,7 +49,7 @@ static int compute_dtype(const tj_node *n) {
     const tj_op_info *op = tj_node_op(n);
     if (op->pw_rule == TJC_PW_COMPARE) {
         int d = dtype_of(n, 0);
-        if (op->scalar_base >= 0) return tjc_promote_float_scalar((tj_dtype)d);
+        if (op->scalar_base >= 0) return tjc_promote_scalar((tj_dtype)d, &tj_node_attr(n, 0)->scalar);
         for (int i = 1; i < tj_node_num_inputs(n); i++) d = tjc_promote((tj_dtype)d, (tj_dtype)dtype_of(n, i));
         return d;
     }

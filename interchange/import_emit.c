@@ -3,6 +3,7 @@
  * nodes typed by their shape rules, or run at once when all their inputs are
  * constants (so that shape arithmetic of a model folds away); the current
  * node's attributes and constant inputs; errors naming the node. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,11 +193,17 @@ tjo_val *tjo_unary(tjo_importer *im, int op_id, tjo_val *x) {
     return tjo_emit1(im, op_id, in, 1, NULL);
 }
 
+tj_scalar tjo_scalar_for(const tjo_val *x, double v) {
+    bool integral = x && (x->type.dtype == TJ_I64 || x->type.dtype == TJ_BOOL);
+    if (integral && isfinite(v) && v == nearbyint(v) && fabs(v) < 0x1p63) return tj_scalar_int((int64_t)v);
+    return tj_scalar_float(v);
+}
+
 tjo_val *tjo_binary(tjo_importer *im, int op_id, tjo_val *a, tjo_val *b) {
     if (!a || !b) return NULL;
     tjo_val *in[2] = {a, b};
     const tj_op_info *op = tjc_op(op_id);
-    tj_attr attrs[2] = {{.f = 1.0}, {.f = 1.0}}; /* add and sub: alpha = 1 */
+    tj_attr attrs[2] = {{.scalar = tj_scalar_int(1)}, {.f = 1.0}}; /* add and sub: alpha = 1 */
     return tjo_emit1(im, op_id, in, 2, op->schema.n_attrs ? attrs : NULL);
 }
 

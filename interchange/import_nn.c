@@ -123,7 +123,7 @@ static tj_status import_matmul(tjo_importer *im, tjo_val **out, int n_out) {
 
 static tjo_val *scale(tjo_importer *im, tjo_val *x, double s) {
     if (!x || s == 1.0) return x;
-    tj_attr a = {.f = s};
+    tj_attr a = {.scalar = tjo_scalar_for(x, s)};
     tjo_val *in[1] = {x};
     return tjo_emit1(im, TJ_OP_mul_scalar, in, 1, &a);
 }
@@ -443,7 +443,7 @@ static tj_status import_mvn(tjo_importer *im, tjo_val **out, int n_out) {
     tjo_val *mean = tjo_emit1(im, TJ_OP_mean, in1, 1, a);
     tjo_val *mean_sq = in2[0] ? tjo_emit1(im, TJ_OP_mean, in2, 1, a) : NULL;
     tjo_val *var = tjo_binary(im, TJ_OP_sub, mean_sq, tjo_binary(im, TJ_OP_mul, mean, mean));
-    tj_attr e[2] = {{.f = 1e-9}, {.f = 1.0}};
+    tj_attr e[2] = {{.scalar = tj_scalar_float(1e-9)}, {.scalar = tj_scalar_int(1)}};
     tjo_val *in3[1] = {tjo_unary(im, TJ_OP_sqrt, var)};
     tjo_val *den = in3[0] ? tjo_emit1(im, TJ_OP_add_scalar, in3, 1, e) : NULL;
     out[0] = tjo_binary(im, TJ_OP_div, tjo_binary(im, TJ_OP_sub, x, mean), den);

@@ -24,7 +24,7 @@ static tj_status keep_dtype(tjo_importer *im, tjo_val *r, int want) {
 
 static tjo_val *scal(tjo_importer *im, int op_id, tjo_val *x, double v) {
     if (!x) return NULL;
-    tj_attr a[2] = {{.f = v}, {.f = 1.0}};
+    tj_attr a[2] = {{.scalar = tjo_scalar_for(x, v)}, {.scalar = tj_scalar_int(1)}};
     tjo_val *in[1] = {x};
     return tjo_emit1(im, op_id, in, 1, a);
 }
@@ -165,11 +165,13 @@ static tj_status import_clip(tjo_importer *im, tjo_val **out, int n_out) {
         if ((tjo_attr(im, "min") && !lo) || (tjo_attr(im, "max") && !hi)) TJO_FAIL();
     }
     bool const_bounds = (!lo || (lo->t && !lo->param)) && (!hi || (hi->t && !hi->param));
-    if (is_float(x) && const_bounds) {
+    if (!lo && !hi) { /* Clip without bounds copies x (aten::clamp takes at least one) */
+        out[0] = tjo_unary(im, TJ_OP_clone, x);
+    } else if (is_float(x) && const_bounds) {
         double b[2] = {TJ_NONE, TJ_NONE};
         if (lo && tj_item(lo->t, &b[0]) != TJ_OK) TJO_FAIL();
         if (hi && tj_item(hi->t, &b[1]) != TJ_OK) TJO_FAIL();
-        tj_attr a[2] = {{.f = b[0]}, {.f = b[1]}};
+        tj_attr a[2] = {{.scalar = tjo_scalar_for(x, b[0])}, {.scalar = tjo_scalar_for(x, b[1])}};
         tjo_val *in[1] = {x};
         out[0] = tjo_emit1(im, TJ_OP_clamp, in, 1, a);
     } else {
@@ -306,7 +308,7 @@ static tj_status import_activation(tjo_importer *im, tjo_val **out, int n_out) {
         if (swish) alpha = 1.0 / 6, beta = 0.5;
         else if (!tjo_attr_float(im, "alpha", 0.2, &alpha) || !tjo_attr_float(im, "beta", 0.5, &beta))
             TJO_FAIL();
-        tj_attr a[2] = {{.f = 0.0}, {.f = 1.0}};
+        tj_attr a[2] = {{.scalar = tjo_scalar_for(x, 0.0)}, {.scalar = tjo_scalar_for(x, 1.0)}};
         tjo_val *in[1] = {scal(im, TJ_OP_add_scalar, scal(im, TJ_OP_mul_scalar, x, alpha), beta)};
         r = in[0] ? tjo_emit1(im, TJ_OP_clamp, in, 1, a) : NULL;
         if (swish) r = tjo_binary(im, TJ_OP_mul, x, r);

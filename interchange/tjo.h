@@ -69,6 +69,11 @@ typedef struct tjo_val {
     tj_type type;
 } tjo_val;
 
+/* v as a Scalar operand of x: an integer when x is an integer or bool tensor
+ * and v is whole (ONNX keeps x's dtype; a float Scalar would promote it),
+ * else a float. None (NaN) stays None. */
+tj_scalar tjo_scalar_for(const tjo_val *x, double v);
+
 typedef struct tjo_importer {
     tj_graph *g;
     int opset;

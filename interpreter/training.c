@@ -200,7 +200,7 @@ static tj_status accumulate(tj_program *p, int gi, tj_tensor *grad) {
         return TJ_OK;
     }
     tj_tensor *args[2] = {p->param_grad[gi], grad}, *res;
-    tj_attr alpha = {.f = 1.0};
+    tj_attr alpha = {.scalar = tj_scalar_int(1)};
     if (tjc_invoke_nested(tjc_op(TJ_OP_add_), args, 2, &alpha, &res, 1) != 1) return tj_last_status();
     tj_release(res);
     return TJ_OK;

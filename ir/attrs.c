@@ -35,7 +35,7 @@ const char *tj_node_kind_name(tj_node_kind k) {
 const char *tj_attr_kind_name(tj_attr_kind k) {
     static const char *const names[TJ_NUM_ATTR_KINDS] = {
         "int", "float", "bool", "str", "int[]", "float[]", "ScalarType",
-        "None", "Generator", "Tensor", "Graph",
+        "None", "Generator", "Tensor", "Graph", "Scalar",
     };
     if ((unsigned)k >= TJ_NUM_ATTR_KINDS)
         return tjc_error(TJ_ERR_ARG, "tj_attr_kind_name: invalid kind %d", (int)k), "invalid";
@@ -60,6 +60,8 @@ tj_attr_kind tjir_attr_kind_for(const tj_arg *arg, const tj_attr *v) {
     case TJ_ARG_STR: return TJ_ATTR_STR;
     case TJ_ARG_DTYPE: return TJ_ATTR_DTYPE;
     case TJ_ARG_GENERATOR: return v->gen ? TJ_ATTR_GENERATOR : TJ_ATTR_NONE;
+    case TJ_ARG_SCALAR: return TJ_ATTR_SCALAR;
+    case TJ_ARG_SCALAR_OPT: return tj_is_none(v->scalar.f) ? TJ_ATTR_NONE : TJ_ATTR_SCALAR;
     default: return TJ_NUM_ATTR_KINDS; /* tensors are inputs, not attributes */
     }
 }
@@ -68,6 +70,7 @@ bool tjir_attr_fits(const tj_arg *arg, tj_attr_kind kind) {
     switch (arg->type) {
     case TJ_ARG_FLOAT_OPT: return kind == TJ_ATTR_FLOAT || kind == TJ_ATTR_NONE;
     case TJ_ARG_GENERATOR: return kind == TJ_ATTR_GENERATOR || kind == TJ_ATTR_NONE;
+    case TJ_ARG_SCALAR_OPT: return kind == TJ_ATTR_SCALAR || kind == TJ_ATTR_NONE;
     default: return kind == tjir_attr_kind_for(arg, &(tj_attr){{0}});
     }
 }
@@ -81,6 +84,9 @@ static tj_status check_op_attr(const tj_op_info *op, int i, tj_attr_kind kind, c
                          tj_op_name(op), tj_attr_kind_name(tjir_attr_kind_for(arg, &(tj_attr){{0}})),
                          tj_attr_kind_name(kind));
     if (kind == TJ_ATTR_FLOAT && arg->type == TJ_ARG_FLOAT_OPT && tj_is_none(v->f))
+        return tjc_error(TJ_ERR_ARG, "attribute '%s' of %s: nan would read as None", arg->name,
+                         tj_op_name(op));
+    if (kind == TJ_ATTR_SCALAR && arg->type == TJ_ARG_SCALAR_OPT && tj_is_none(v->scalar.f))
         return tjc_error(TJ_ERR_ARG, "attribute '%s' of %s: nan would read as None", arg->name,
                          tj_op_name(op));
     if (kind == TJ_ATTR_STR && !v->s)
@@ -143,6 +149,13 @@ tj_status tjir_store_attr(tj_node *n, int i, tj_attr_kind kind, const tj_attr *v
     case TJ_ATTR_TENSOR:
     case TJ_ATTR_GRAPH:
         break; /* held by n->tensor / n->subgraph */
+    case TJ_ATTR_SCALAR: /* one representation per value, so CSE and printing agree */
+        switch (tjc_scalar_kind(&v->scalar)) {
+        case TJ_SCALAR_INT: copy.scalar = tj_scalar_int(v->scalar.i); break;
+        case TJ_SCALAR_BOOL: copy.scalar = tj_scalar_bool(v->scalar.i != 0); break;
+        default: copy.scalar = tj_scalar_float(v->scalar.f); break;
+        }
+        break;
     default:
         copy = *v;
     }

@@ -197,6 +197,26 @@ static bool read_bool(tjir_parser *p, bool *v) {
     return !p->failed;
 }
 
+/* A Scalar keeps the kind it is written in: 2 an integer, 2. a float, True a bool. */
+static bool read_scalar(tjir_parser *p, tj_scalar *v, const char *what) {
+    if (tjir_is_ident(p, "True") || tjir_is_ident(p, "False")) {
+        bool b = false;
+        if (!read_bool(p, &b)) return false;
+        *v = tj_scalar_bool(b);
+        return true;
+    }
+    if (tjir_is(p, TOK_INT)) {
+        int64_t i;
+        if (!tjir_read_int(p, &i, what)) return false;
+        *v = tj_scalar_int(i);
+        return true;
+    }
+    double f;
+    if (!tjir_read_float(p, &f, what)) return false;
+    *v = tj_scalar_float(f);
+    return true;
+}
+
 static bool read_dtype(tjir_parser *p, tj_dtype *d) {
     int k = tjir_is(p, TOK_IDENT) ? tjir_dtype_from_ir_name(p->tok.text, p->tok.len) : -1;
     if (k < 0) return tjir_expected(p, "a dtype (Float, Double, Long or Bool)");
@@ -367,7 +387,8 @@ static bool read_op_attr(tjir_parser *p, tj_node *n, int i) {
     int line = p->tok.line, col = p->tok.col;
     tj_attr v = {{0}};
     tj_attr_kind kind = tjir_attr_kind_for(arg, &(tj_attr){{0}});
-    bool none_ok = arg->type == TJ_ARG_FLOAT_OPT || arg->type == TJ_ARG_GENERATOR;
+    bool none_ok = arg->type == TJ_ARG_FLOAT_OPT || arg->type == TJ_ARG_SCALAR_OPT ||
+                   arg->type == TJ_ARG_GENERATOR;
     char what[96];
     const char *kname = tj_attr_kind_name(kind);
     snprintf(what, sizeof what, "%s %s for '%s'", strchr("aeiou", kname[0]) ? "an" : "a", kname,
@@ -384,6 +405,8 @@ static bool read_op_attr(tjir_parser *p, tj_node *n, int i) {
         case TJ_ARG_FLOAT:
         case TJ_ARG_FLOAT_OPT: ok = tjir_read_float(p, &v.f, what); break;
         case TJ_ARG_BOOL: ok = read_bool(p, &v.b); break;
+        case TJ_ARG_SCALAR:
+        case TJ_ARG_SCALAR_OPT: ok = read_scalar(p, &v.scalar, what); break;
         case TJ_ARG_STR: ok = (v.s = tjir_read_string(p)) != NULL; break;
         case TJ_ARG_DTYPE: ok = read_dtype(p, &v.dtype); break;
         case TJ_ARG_INTS:

@@ -85,6 +85,13 @@ void tjir_put_attr(tjir_buf *b, const tj_node *n, int i) {
     case TJ_ATTR_INT: tjir_buf_printf(b, "%lld", (long long)a->i); break;
     case TJ_ATTR_FLOAT: tjir_put_float(b, a->f, false); break;
     case TJ_ATTR_BOOL: tjir_buf_put(b, a->b ? "True" : "False"); break;
+    case TJ_ATTR_SCALAR:
+        switch (tjc_scalar_kind(&a->scalar)) {
+        case TJ_SCALAR_INT: tjir_buf_printf(b, "%lld", (long long)a->scalar.i); break;
+        case TJ_SCALAR_BOOL: tjir_buf_put(b, a->scalar.i ? "True" : "False"); break;
+        default: tjir_put_float(b, a->scalar.f, false); break;
+        }
+        break;
     case TJ_ATTR_STR: tjir_put_string(b, a->s ? a->s : ""); break;
     case TJ_ATTR_INTS:
         tjir_buf_put(b, "[");

@@ -49,7 +49,7 @@ bool tjp_is_commutative(const tj_node *n) {
     case TJ_OP_add: {
         /* self + alpha * other is symmetric only when alpha is 1 */
         int k = tj_node_attr_index(n, "alpha");
-        return k >= 0 && tj_node_attr_kind(n, k) == TJ_ATTR_FLOAT && tj_node_attr(n, k)->f == 1.0;
+        return k >= 0 && tj_node_attr_kind(n, k) == TJ_ATTR_SCALAR && tj_node_attr(n, k)->f == 1.0;
     }
     case TJ_OP_mul:
     case TJ_OP_maximum:
@@ -312,6 +312,11 @@ uint64_t tjp_hash_attrs(uint64_t h, const tj_node *n) {
         case TJ_ATTR_INT: h = tjp_hash_u64(h, (uint64_t)a->i); break;
         case TJ_ATTR_FLOAT: h = tjp_hash_bytes(h, &a->f, sizeof a->f); break;
         case TJ_ATTR_BOOL: h = tjp_hash_u64(h, a->b); break;
+        case TJ_ATTR_SCALAR:
+            h = tjp_hash_u64(h, (uint64_t)a->scalar.kind);
+            h = tjp_hash_bytes(h, &a->scalar.f, sizeof a->scalar.f);
+            h = tjp_hash_u64(h, (uint64_t)a->scalar.i);
+            break;
         case TJ_ATTR_STR: h = tjp_hash_str(h, a->s); break;
         case TJ_ATTR_INTS:
             h = tjp_hash_bytes(h, a->ints.data, sizeof(int64_t) * (size_t)a->ints.n);
@@ -340,6 +345,9 @@ static bool attr_equal(const tj_node *x, const tj_node *y, int i) {
     case TJ_ATTR_INT: return a->i == b->i;
     case TJ_ATTR_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
     case TJ_ATTR_BOOL: return a->b == b->b;
+    case TJ_ATTR_SCALAR: /* stored normalised (tjir_store_attr) */
+        return a->scalar.kind == b->scalar.kind && a->scalar.i == b->scalar.i &&
+               memcmp(&a->scalar.f, &b->scalar.f, sizeof a->scalar.f) == 0;
     case TJ_ATTR_STR: return a->s && b->s ? strcmp(a->s, b->s) == 0 : a->s == b->s;
     case TJ_ATTR_INTS:
         return a->ints.n == b->ints.n &&

@@ -214,14 +214,14 @@ tjg_val tjg_op(tjg_ctx *c, int op_id, const tjg_val *in, int n_in, const tj_attr
 tjg_val tjg_add(tjg_ctx *c, tjg_val a, tjg_val b) {
     if (!a) return b;
     if (!b) return a;
-    tj_attr alpha = {.f = 1.0};
+    tj_attr alpha = {.scalar = tj_scalar_int(1)};
     return tjg_op(c, TJ_OP_add, (tjg_val[]){a, b}, 2, &alpha);
 }
 
 tjg_val tjg_sub(tjg_ctx *c, tjg_val a, tjg_val b) {
     if (!b) return a;
     if (!a) return tjg_neg(c, b);
-    tj_attr alpha = {.f = 1.0};
+    tj_attr alpha = {.scalar = tj_scalar_int(1)};
     return tjg_op(c, TJ_OP_sub, (tjg_val[]){a, b}, 2, &alpha);
 }
 
@@ -240,13 +240,13 @@ tjg_val tjg_neg(tjg_ctx *c, tjg_val a) { return a ? tjg_op(c, TJ_OP_neg, &a, 1, 
 tjg_val tjg_scale(tjg_ctx *c, tjg_val a, double s) {
     if (!a) return NULL;
     if (s == 1.0) return a;
-    tj_attr other = {.f = s};
+    tj_attr other = {.scalar = tj_scalar_float(s)};
     return tjg_op(c, TJ_OP_mul_scalar, &a, 1, &other);
 }
 
 tjg_val tjg_add_scalar(tjg_ctx *c, tjg_val a, double s) {
     if (!a) return NULL;
-    tj_attr attrs[2] = {{.f = s}, {.f = 1.0}};
+    tj_attr attrs[2] = {{.scalar = tj_scalar_float(s)}, {.scalar = tj_scalar_int(1)}};
     return tjg_op(c, TJ_OP_add_scalar, &a, 1, attrs);
 }
 

@@ -140,7 +140,7 @@ static tjg_val per_element(tjg_ctx *c, tjg_val g, const char *reduction, tjg_val
  * both exponents <= 0, and since the expression does not depend on a, its
  * derivatives are right whatever min's derivative does at the tie. */
 static tjg_val softplus_neg(tjg_ctx *c, tjg_val x) {
-    tj_attr zero = {.f = 0.0};
+    tj_attr zero = {.scalar = tj_scalar_float(0.0)};
     tjg_val a = tjg_op(c, TJ_OP_minimum_scalar, &x, 1, &zero);
     tjg_val e = tjg_add(c, op1(c, TJ_OP_exp, a), op1(c, TJ_OP_exp, tjg_sub(c, a, x)));
     return tjg_sub(c, op1(c, TJ_OP_log, e), a);
@@ -258,7 +258,7 @@ static tj_status d_embedding_dense_backward(tjg_ctx *c) {
     for (int d = 0; d < ti.ndim; d++) col[d] = ti.sizes[d];
     col[ti.ndim] = 1;
     if (pad >= 0) {
-        tj_attr p = {.f = (double)pad};
+        tj_attr p = {.scalar = tj_scalar_int(pad)};
         tjg_val keep = tjg_op(c, TJ_OP_ne_scalar, &idx, 1, &p);
         r = tjg_mul(c, r, tjg_nn_reshape(c, keep, col, ti.ndim + 1));
     }

@@ -19,7 +19,7 @@
 
 static tjg_val op1(tjg_ctx *c, int id, tjg_val a) { return a ? tjg_op(c, id, &a, 1, NULL) : NULL; }
 static tjg_val cmp_scalar(tjg_ctx *c, int id, tjg_val a, double s) {
-    tj_attr other = {.f = s};
+    tj_attr other = {.scalar = tj_scalar_float(s)};
     return tjg_op(c, id, &a, 1, &other);
 }
 static tjg_val cmp(tjg_ctx *c, int id, tjg_val a, tjg_val b) { return tjg_op(c, id, (tjg_val[]){a, b}, 2, NULL); }
@@ -156,7 +156,7 @@ static tj_status d_pow_scalar(tjg_ctx *c) { /* s a^(s-1) */
         SET(0, tjg_zeros_like(c, a));
         return TJ_OK;
     }
-    tj_attr e = {.f = s - 1.0};
+    tj_attr e = {.scalar = tj_scalar_float(s - 1.0)};
     tjg_val pw = s == 1.0 ? NULL : tjg_op(c, TJ_OP_pow_scalar, &a, 1, &e);
     tjg_val d = pw ? tjg_scale(c, pw, s) : NULL;
     SET(0, tjg_sum_to(c, d ? tjg_mul(c, G, d) : G, a));

@@ -39,7 +39,7 @@ static tj_attr ints(const int64_t *v, int n) { return (tj_attr){.ints = {v, n}};
 
 static tjg_val op1(tjg_ctx *c, int id, tjg_val a) { return a ? tjg_op(c, id, &a, 1, NULL) : NULL; }
 static tjg_val eq0(tjg_ctx *c, tjg_val a) {
-    tj_attr zero = {.f = 0.0};
+    tj_attr zero = {.scalar = tj_scalar_float(0.0)};
     return a ? tjg_op(c, TJ_OP_eq_scalar, &a, 1, &zero) : NULL;
 }
 static tjg_val where(tjg_ctx *c, tjg_val cond, tjg_val a, tjg_val b) {
@@ -135,7 +135,7 @@ static tj_status d_prod(tjg_ctx *c) {
     tjg_val others = tjg_div(c, y, x1); /* y / x_i: exact unless x_i is 0 */
     tj_attr pa[2] = {r.dims, {.b = true}};
     tjg_val p_nonzero = tjg_op(c, TJ_OP_prod, &x1, 1, pa);
-    tj_attr one = {.f = 1.0};
+    tj_attr one = {.scalar = tj_scalar_float(1.0)};
     tjg_val lone = tjg_op(c, TJ_OP_eq_scalar, (tjg_val[]){sum_keep(c, &r, zero)}, 1, &one);
     tjg_val at_zero = where(c, lone, p_nonzero, tjg_zeros_like(c, p_nonzero));
     c->grad_in[0] = tjg_mul(c, g, where(c, zero, at_zero, others));
@@ -229,7 +229,7 @@ static tj_status d_norm(tjg_ctx *c) {
     }
     /* |x| made 1 at zeros, where sign(x) = 0 makes the term 0 anyway (and
      * |0|^(p-1) would be inf for p < 1) */
-    tj_attr e = {.f = p - 1};
+    tj_attr e = {.scalar = tj_scalar_float(p - 1)};
     tjg_val ax = nonzero(c, op1(c, TJ_OP_abs, x));
     tjg_val num = tjg_mul(c, op1(c, TJ_OP_sign, x), tjg_op(c, TJ_OP_pow_scalar, &ax, 1, &e));
     tjg_val ys = nonzero(c, y);

@@ -108,7 +108,8 @@ static bool unit_constant(const tj_node *n, int i, double v) {
 
 static bool float_attr(const tj_node *n, const char *name, double *v) {
     int k = tj_node_attr_index(n, name);
-    if (k < 0 || tj_node_attr_kind(n, k) != TJ_ATTR_FLOAT) return false;
+    tj_attr_kind kind = k < 0 ? TJ_ATTR_NONE : tj_node_attr_kind(n, k);
+    if (kind != TJ_ATTR_FLOAT && kind != TJ_ATTR_SCALAR) return false;
     *v = tj_node_attr(n, k)->f;
     return true;
 }

@@ -305,7 +305,7 @@ static void test_run_integer_inputs(void **state) {
     char *ir = write_text("ints.ir",
                           "graph(%i : Long(2, 3), %b : Bool(2, 3)):\n"
                           "  %f : Long(2, 3) = aten::to.dtype[dtype=Long](%b)\n"
-                          "  %s : Long(2, 3) = aten::add[alpha=1.](%i, %f)\n"
+                          "  %s : Long(2, 3) = aten::add[alpha=1](%i, %f)\n"
                           "  return (%s)\n");
     result r = run_tjit((const char *[]){"run", ir, NULL});
     expect(&r, 0, "s : Long(2, 3, device=cpu)", NULL);

@@ -42,6 +42,7 @@ static bool rule_takes(const tj_op_info *base, tj_dtype d) {
     switch (base->pw_rule) {
     case TJC_PW_ARITH:
     case TJC_PW_ARITH_FS: return d != TJ_BOOL;
+    case TJC_PW_ARITH_B: return true;
     case TJC_PW_FLOAT: return d == TJ_F32 || d == TJ_F64;
     case TJC_PW_LOGICAL: return d == TJ_BOOL;
     default: return true;
@@ -641,7 +642,7 @@ static void test_refusals(void **state) {
         {"aten::neg", "arithmetic on bool tensors", {0}, 1, {.f = 0}, 0},
         {"aten::where.self", "must be bool", {1, 1, 1}, 3, {.f = 0}, 0},
         {"aten::add_", "cannot be stored", {2, 1}, 2, {.f = 1}, 1},
-        {"aten::add", "only whole numbers", {2, 2}, 2, {.f = 0.5}, 1},
+        {"aten::add", "takes an integer alpha", {2, 2}, 2, {.f = 0.5}, 1},
         {"aten::add", "cannot broadcast", {1, 3}, 2, {.f = 1}, 1},
         {"aten::mul_", "does not match the broadcast", {4, 5}, 2, {.f = 0}, 0},
         {"aten::copy_", "cannot be broadcast", {1, 3}, 2, {.f = 0}, 0},

@@ -149,6 +149,11 @@ static void parse_attrs(built *b, const char *text) {
         case TJ_ARG_INT: a->i = strtoll(eq + 1, NULL, 10); break;
         case TJ_ARG_BOOL: a->b = atoi(eq + 1) != 0; break;
         case TJ_ARG_FLOAT: a->f = strtod(eq + 1, NULL); break;
+        case TJ_ARG_SCALAR: {
+            const char *end;
+            if (!tjc_read_scalar(eq + 1, &a->scalar, &end)) fail_msg("%s: bad Scalar '%s'", b->op->name, eq + 1);
+            break;
+        }
         default: fail_msg("%s: attribute '%s' of a type the table cannot write", b->op->name, tok);
         }
     }

@@ -40,8 +40,11 @@ static void test_int_pow_negative_exponent(void **state) {
     tt_assert_values(copy, ((double[]){2, 3, 4}), 3, 0); /* left as it was */
     tj_tensor *ok = tj_pow(base, pos);
     tt_assert_values(ok, ((double[]){1, 3, 16}), 3, 0);
-    /* the exponent as a number: integers become f32, as any float scalar makes them */
-    tj_tensor *half = tj_pow_scalar(base, -1);
+    /* the exponent as a number: an integer one is refused as the tensor is, a
+     * float one makes integers f32 */
+    expect_failure(tj_pow_scalar(base, -1), TJ_ERR_ARG,
+                   "Integers to negative integer powers are not allowed (exponent -1)");
+    tj_tensor *half = tj_pow_scalar(base, -1.0);
     assert_int_equal(tj_tensor_dtype(half), TJ_F32);
     tt_assert_values(half, ((double[]){0.5, 1.0 / 3, 0.25}), 3, 1e-7);
     /* a float exponent tensor computes in floating point */
@@ -65,7 +68,7 @@ static void test_int_pow_compiled(void **state) {
     tj_graph *g = tj_graph_parse("graph(%a : Long(3), %b : Long(3)):\n"
                                  "  %c : Long(3) = aten::mul(%a, %a)\n"
                                  "  %d : Long(3) = aten::pow(%c, %b)\n"
-                                 "  %e : Long(3) = aten::add[alpha=1.](%d, %a)\n"
+                                 "  %e : Long(3) = aten::add[alpha=1](%d, %a)\n"
                                  "  return (%e)\n", NULL);
     assert_non_null(g);
     const int64_t sizes[1] = {3};

@@ -43,10 +43,11 @@ static void fill_attrs(const tj_op_info *op, tj_attr *attrs) {
     const tj_schema *s = tj_op_schema(op);
     for (int k = 0; k < s->n_attrs; k++) {
         const tj_arg *arg = &s->args[s->attr_pos[k]];
-        if (arg->has_default && !(arg->type == TJ_ARG_FLOAT_OPT && tj_is_none(arg->def.f)))
+        bool optional = arg->type == TJ_ARG_FLOAT_OPT || arg->type == TJ_ARG_SCALAR_OPT;
+        if (arg->has_default && !(optional && tj_is_none(arg->def.f)))
             attrs[k] = arg->def;
-        else if (arg->type == TJ_ARG_FLOAT || arg->type == TJ_ARG_FLOAT_OPT)
-            attrs[k].f = k == 0 ? 0.75 : 1.5; /* clamp's min, max; lerp's weight; scalars */
+        else if (arg->type == TJ_ARG_FLOAT || optional || arg->type == TJ_ARG_SCALAR)
+            attrs[k].scalar = tj_scalar_float(k == 0 ? 0.75 : 1.5); /* clamp's min, max; lerp's weight; scalars */
         else
             fail_msg("%s: the test has no value for argument '%s'", op->name, arg->name);
     }
@@ -226,7 +227,7 @@ static void refusals(void **state) {
     assert_null(tj_exp_(i));
     tt_assert_error("aten::exp_: result type f32 cannot be stored in the i64 tensor 'self'");
     tj_clear_error();
-    assert_null(tj_mul_scalar_(i, 2));
+    assert_null(tj_mul_scalar_(i, 2.0));
     tt_assert_error("aten::mul_.Scalar: result type f32");
     tj_clear_error();
     tt_assert_values(i, ((double[]){0, 1, 2}), 3, 0);

@@ -407,7 +407,10 @@ static void test_constants_and_attrs(void **state) {
     tj_node *cl = append_op(g, "aten::clamp", x, NULL);
     assert_int_equal(tj_node_attr_kind(cl, 0), TJ_ATTR_NONE);
     assert_true(tj_is_none(tj_node_attr(cl, 0)->f));
-    assert_int_equal(tj_node_set_attr(cl, "max", TJ_ATTR_FLOAT, &(tj_attr){.f = 6}), TJ_OK);
+    assert_int_equal(tj_node_set_attr(cl, "max", TJ_ATTR_SCALAR, &(tj_attr){.scalar = tj_scalar_int(6)}), TJ_OK);
+    assert_int_equal(tj_node_attr(cl, 1)->scalar.kind, TJ_SCALAR_INT);
+    assert_int_equal(tj_node_set_attr(cl, "max", TJ_ATTR_FLOAT, &(tj_attr){.f = 6}), TJ_ERR_ARG);
+    irt_assert_error("attribute 'max' of aten::clamp: expected Scalar, got float");
     assert_int_equal(tj_node_set_attr(cl, "max", TJ_ATTR_NONE, &(tj_attr){.f = 0}), TJ_OK);
     assert_true(tj_is_none(tj_node_attrs(cl)[1].f));
     tj_node *ch = tj_node_create(g, TJ_NODE_CONSTANT_CHUNK, &x, 1, 2);
@@ -477,7 +480,7 @@ static void test_canonical_order(void **state) {
                        "      %y : Float(2, 3, strides=[3, 1], device=cpu)):\n"
                        "  %2 : Tensor = aten::mul(%0, %y)\n"
                        "  %3 : Tensor = aten::sigmoid(%y)\n"
-                       "  %4 : Tensor = aten::sub[alpha=1.](%2, %3)\n"
+                       "  %4 : Tensor = aten::sub[alpha=1](%2, %3)\n"
                        "  return (%4)\n";
     irt_assert_prints(a, TJ_PRINT_CANONICAL, want);
     irt_assert_prints(b, TJ_PRINT_CANONICAL, want);

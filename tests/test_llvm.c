@@ -115,6 +115,13 @@ static void op_attrs(const tj_op_info *op, int v, tj_attr *attrs) {
         attrs[k] = arg->def;
         if (arg->type == TJ_ARG_FLOAT) attrs[k].f = f[(v + k) % 4];
         if (arg->type == TJ_ARG_FLOAT_OPT) attrs[k].f = opt++ ? hi[v] : lo[v];
+        if (arg->type == TJ_ARG_SCALAR) /* odd variants write whole numbers as integers */
+            attrs[k].scalar = v % 2 && f[(v + k) % 4] == (int64_t)f[(v + k) % 4]
+                                  ? tj_scalar_int((int64_t)f[(v + k) % 4]) : tj_scalar_float(f[(v + k) % 4]);
+        if (arg->type == TJ_ARG_SCALAR_OPT) {
+            double b = opt++ ? hi[v] : lo[v];
+            attrs[k].scalar = v % 2 && b == (int64_t)b ? tj_scalar_int((int64_t)b) : tj_scalar_float(b);
+        }
         if (arg->type == TJ_ARG_STR && arg->choices) attrs[k].s = v % 2 ? "tanh" : "none";
     }
 }
@@ -141,7 +148,7 @@ static void each_op_alone(const tjf_backend *backend, bool exact) {
                     continue;
                 }
                 tj_dtype compute, result;
-                assert_int_equal(tjc_pw_types(op, in, n_in, &compute, &result), TJ_OK);
+                assert_int_equal(tjc_pw_types(op, in, n_in, attrs, &compute, &result), TJ_OK);
                 tj_tensor *got;
                 if (tt_run_op_kernel(backend, op, attrs, in, n_in, &got) != TJ_OK)
                     fail_msg("%s on %s: %s", op->name, tj_dtype_name((tj_dtype)dt), tj_last_error());

@@ -53,12 +53,13 @@ typedef struct ref_entry {
     int arity;
     ref_fn fn;
     res_kind res;
-    bool bool_ok;      /* R_SAME that takes bool too (where) */
-    bool float_scalar; /* a float argument makes integer inputs f32 (clamp) */
+    bool bool_ok;      /* R_SAME that takes bool too (where, add, mul, maximum, ...) */
+    bool no_bool;      /* refuses bool operands even where a Scalar promotes them (sub) */
+    bool promoting_bounds; /* its Scalar attributes promote as operands do (clamp) */
     domain dom[3];
     variant var[4];
     int n_var;         /* 0: one variant with every default */
-    double scalars[3]; /* operands for the *.Scalar form */
+    tj_scalar scalars[3]; /* operands for the *.Scalar form */
     int n_scalars;
 } ref_entry;
 
@@ -143,6 +144,11 @@ static double r_addcmul(const double *x, const tj_attr *attr) { return A + attr[
 #define D_TIES {-2, 2, -2, 2, 0.5, false}
 #define D_COND {0, 0, 0, 0, 0, true}
 #define F(v) {.f = (v)}
+/* Scalars: an integer one and a float one, as C's 2 and 2. */
+#define SI(v) {(double)(v), (v), TJ_SCALAR_INT}
+#define SF(v) {(v), 0, TJ_SCALAR_FLOAT}
+#define AI(v) {.scalar = SI(v)}
+#define AF(v) {.scalar = SF(v)}
 #define S(v) {.s = (v)}
 
 static const ref_entry refs[] = {
@@ -164,47 +170,49 @@ static const ref_entry refs[] = {
     {"aten::silu", 1, r_silu, R_FLOAT_ONLY, .dom = {D_ANY}},
     {"aten::erf", 1, r_erf, R_FLOAT, .dom = {D_ANY}},
     {"aten::reciprocal", 1, r_reciprocal, R_FLOAT, .dom = {{0.25, 4, 1, 5, 0, false}}},
-    {"aten::sign", 1, r_sign, R_SAME, .dom = {D_TIES}},
+    {"aten::sign", 1, r_sign, R_SAME, .bool_ok = true, .dom = {D_TIES}},
     {"aten::floor", 1, r_floor, R_SAME, .dom = {D_ANY}},
     {"aten::ceil", 1, r_ceil, R_SAME, .dom = {D_ANY}},
     {"aten::round", 1, r_round, R_SAME, .dom = {D_ANY}},
     {"aten::logical_not", 1, r_logical_not, R_BOOL, .dom = {D_TIES}},
-    {"aten::add", 2, r_add, R_SAME, .dom = {D_ANY, D_ANY}, .n_var = 3,
-     .var = {{.set = {{NULL}}}, {.set = {{"alpha", F(0.5)}}, .int_rejects = true}, {.set = {{"alpha", F(-2)}}}},
-     .scalars = {1.5, -2}, .n_scalars = 2},
-    {"aten::sub", 2, r_sub, R_SAME, .dom = {D_ANY, D_ANY}, .n_var = 2,
-     .var = {{.set = {{NULL}}}, {.set = {{"alpha", F(0.5)}}, .int_rejects = true}}, .scalars = {1.5, 3}, .n_scalars = 2},
-    {"aten::mul", 2, r_mul, R_SAME, .dom = {D_ANY, D_ANY}, .scalars = {-0.75, 2},
+    {"aten::add", 2, r_add, R_SAME, .bool_ok = true, .dom = {D_ANY, D_ANY},
+     .n_var = 4,
+     .var = {{.set = {{NULL}}}, {.set = {{"alpha", AF(0.5)}}, .int_rejects = true}, {.set = {{"alpha", AI(-2)}}},
+             {.set = {{"alpha", AF(2.)}}, .int_rejects = true}},
+     .scalars = {SF(1.5), SI(-2), SF(2.)}, .n_scalars = 3},
+    {"aten::sub", 2, r_sub, R_SAME, .no_bool = true, .dom = {D_ANY, D_ANY}, .n_var = 2,
+     .var = {{.set = {{NULL}}}, {.set = {{"alpha", AF(0.5)}}, .int_rejects = true}}, .scalars = {SF(1.5), SI(3)}, .n_scalars = 2},
+    {"aten::mul", 2, r_mul, R_SAME, .bool_ok = true, .dom = {D_ANY, D_ANY}, .scalars = {SF(-0.75), SI(2)},
      .n_scalars = 2},
     {"aten::div", 2, r_div, R_FLOAT, .dom = {D_ANY, {0.5, 3, 1, 4, 0, false}},
-     .scalars = {2.5, -0.5}, .n_scalars = 2},
+     .scalars = {SF(2.5), SF(-0.5), SI(2)}, .n_scalars = 3},
     {"aten::pow", 2, r_pow, R_SAME, .dom = {{0.5, 3, -3, 3, 0, false}, {-2, 2, 0, 4, 0, false}},
-     .scalars = {2, 0.5, -1}, .n_scalars = 3},
-    {"aten::maximum", 2, r_maximum, R_SAME, .dom = {D_TIES, D_TIES}, .scalars = {0.5},
-     .n_scalars = 1},
-    {"aten::minimum", 2, r_minimum, R_SAME, .dom = {D_TIES, D_TIES}, .scalars = {0.5},
-     .n_scalars = 1},
-    {"aten::eq", 2, r_eq, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::ne", 2, r_ne, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::lt", 2, r_lt, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::le", 2, r_le, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::gt", 2, r_gt, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::ge", 2, r_ge, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0.5, 1}, .n_scalars = 2},
-    {"aten::logical_and", 2, r_and, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0, 2},
+     .scalars = {SI(2), SF(0.5), SI(-1)}, .n_scalars = 3},
+    {"aten::maximum", 2, r_maximum, R_SAME, .bool_ok = true, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)},
      .n_scalars = 2},
-    {"aten::logical_or", 2, r_or, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {0, 2},
+    {"aten::minimum", 2, r_minimum, R_SAME, .bool_ok = true, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)},
+     .n_scalars = 2},
+    {"aten::eq", 2, r_eq, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::ne", 2, r_ne, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::lt", 2, r_lt, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::le", 2, r_le, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::gt", 2, r_gt, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::ge", 2, r_ge, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SF(0.5), SI(1)}, .n_scalars = 2},
+    {"aten::logical_and", 2, r_and, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SI(0), SI(2)},
+     .n_scalars = 2},
+    {"aten::logical_or", 2, r_or, R_BOOL, .dom = {D_TIES, D_TIES}, .scalars = {SI(0), SI(2)},
      .n_scalars = 2},
     {"aten::where.self", 3, r_where, R_SAME, .bool_ok = true, .dom = {D_COND, D_ANY, D_ANY}},
-    {"aten::clamp", 1, r_clamp, R_SAME, .float_scalar = true, .dom = {D_ANY}, .n_var = 4,
-     .var = {{.set = {{"min", F(-0.5)}, {"max", F(1.5)}}},
-             {.set = {{"min", F(TJ_NONE)}, {"max", F(0.25)}}},
-             {.set = {{"min", F(-1)}, {"max", F(TJ_NONE)}}},
-             {.set = {{"min", F(1)}, {"max", F(-1)}}}}},
+    {"aten::clamp", 1, r_clamp, R_SAME, .promoting_bounds = true, .dom = {D_ANY}, .n_var = 4,
+     .var = {{.set = {{"min", AF(-0.5)}, {"max", AF(1.5)}}},
+             {.set = {{"min", AF(TJ_NONE)}, {"max", AF(0.25)}}},
+             {.set = {{"min", AI(-1)}, {"max", AF(TJ_NONE)}}},
+             {.set = {{"min", AI(1)}, {"max", AI(-1)}}}}},
     {"aten::lerp.Scalar", 2, r_lerp, R_FLOAT_ONLY, .dom = {D_ANY, D_ANY}, .n_var = 2,
-     .var = {{.set = {{"weight", F(0.25)}}}, {.set = {{"weight", F(0.75)}}}}},
+     .var = {{.set = {{"weight", AF(0.25)}}}, {.set = {{"weight", AF(0.75)}}}}},
     {"aten::lerp.Tensor", 3, r_lerp_t, R_FLOAT_ONLY, .dom = {D_ANY, D_ANY, {0, 1, 0, 1, 0, false}}},
-    {"aten::addcmul", 3, r_addcmul, R_SAME, .dom = {D_ANY, D_ANY, D_ANY}, .n_var = 2,
-     .var = {{.set = {{NULL}}}, {.set = {{"value", F(0.5)}}, .int_rejects = true}}},
+    {"aten::addcmul", 3, r_addcmul, R_SAME, .dom = {D_ANY, D_ANY, D_ANY}, .n_var = 3,
+     .var = {{.set = {{NULL}}}, {.set = {{"value", AF(0.5)}}}, {.set = {{"value", AF(-2.5)}}}}},
 };
 enum { N_REFS = sizeof refs / sizeof refs[0] };
 
@@ -225,20 +233,32 @@ static const ref_entry *ref_of(const tj_op_info *op) {
     return ref_find(base->name);
 }
 
-/* The result dtype for inputs of dtype d; false when the op must refuse d. */
-static bool expected_dtype(const ref_entry *r, bool scalar_form, tj_dtype d, tj_dtype *out) {
+/* d with a Scalar operand, written out again here: the Scalar wins only
+ * when its category (bool < integer < float) is higher, as i64 or f32. */
+static tj_dtype with_scalar(tj_dtype d, const tj_scalar *v) {
+    int cat_d = d == TJ_BOOL ? 0 : d == TJ_I64 ? 1 : 2;
+    int cat_v = v->kind == TJ_SCALAR_BOOL ? 0 : v->kind == TJ_SCALAR_INT ? 1 : 2;
+    return cat_v <= cat_d ? d : cat_v == 2 ? TJ_F32 : TJ_I64;
+}
+
+/* The result dtype for inputs of dtype d and these attributes; false when
+ * the op must refuse d. */
+static bool expected_dtype(const ref_entry *r, const tj_op_info *op, const tj_attr *attrs,
+                           tj_dtype d, tj_dtype *out) {
     bool is_float = d == TJ_F32 || d == TJ_F64;
+    tj_dtype p = d;
+    if (op->scalar_base >= 0) p = with_scalar(p, &attrs[0].scalar);
+    if (r->promoting_bounds)
+        for (int k = 0; k < 2; k++)
+            if (!tj_is_none(attrs[k].f)) p = with_scalar(p, &attrs[k].scalar);
+    if (r->no_bool && d == TJ_BOOL) return false;
     switch (r->res) {
     case R_BOOL: *out = TJ_BOOL; return true;
-    case R_FLOAT: *out = is_float ? d : TJ_F32; return true;
+    case R_FLOAT: *out = p == TJ_F32 || p == TJ_F64 ? p : TJ_F32; return true;
     case R_FLOAT_ONLY: *out = d; return is_float;
     case R_SAME:
-        if ((scalar_form || r->float_scalar) && !is_float) {
-            *out = TJ_F32;
-            return true;
-        }
-        *out = d;
-        return d != TJ_BOOL || r->bool_ok;
+        *out = p;
+        return p != TJ_BOOL || r->bool_ok;
     }
     return false;
 }
@@ -369,14 +389,14 @@ static void broadcast_sizes(tj_tensor *const *in, int n, int64_t *out, int *nd) 
 
 /* Fills attrs from the schema's defaults, then the overrides; the operand of
  * a *.Scalar form is its first attribute. */
-static void build_attrs(const tj_op_info *op, const variant *v, double scalar, tj_attr *attrs) {
+static void build_attrs(const tj_op_info *op, const variant *v, tj_scalar scalar, tj_attr *attrs) {
     const tj_schema *s = tj_op_schema(op);
     bool scalar_form = op->scalar_base >= 0;
     for (int k = 0; k < s->n_attrs; k++) {
         const tj_arg *arg = &s->args[s->attr_pos[k]];
         bool set = false;
         if (scalar_form && k == 0) {
-            attrs[k].f = scalar;
+            attrs[k].scalar = scalar;
             set = true;
         }
         for (int j = 0; v && j < 3 && v->set[j].arg; j++)
@@ -397,7 +417,7 @@ typedef struct run_spec {
     const tj_op_info *op;
     const ref_entry *ref;
     const variant *var;
-    double scalar;
+    tj_scalar scalar;
     tj_dtype dtype;
     const shape_case *shape;
 } run_spec;
@@ -413,10 +433,12 @@ static void describe(const run_spec *r, char *buf, size_t n) {
             if (strcmp(arg->name, r->var->set[j].arg) != 0) continue;
             at += arg->type == TJ_ARG_STR
                       ? snprintf(buf + at, n - (size_t)at, ", %s='%s'", arg->name, a->s)
-                      : snprintf(buf + at, n - (size_t)at, ", %s=%g", arg->name, a->f);
+                      : snprintf(buf + at, n - (size_t)at, ", %s=%g%s", arg->name, a->f,
+                                 arg->type == TJ_ARG_SCALAR && a->scalar.kind == TJ_SCALAR_FLOAT ? " (float)" : "");
         }
     if (r->op->scalar_base >= 0 && at > 0 && (size_t)at < n)
-        snprintf(buf + at, n - (size_t)at, ", scalar operand %g", r->scalar);
+        snprintf(buf + at, n - (size_t)at, ", scalar operand %g (%s)", r->scalar.f,
+                 r->scalar.kind == TJ_SCALAR_FLOAT ? "float" : "integer");
 }
 
 static void run_one(tj_generator *g, const run_spec *r) {
@@ -439,9 +461,12 @@ static void run_one(tj_generator *g, const run_spec *r) {
     tj_clear_error();
     int n = tj_invoke(op->id, in, n_in, attrs, tj_op_schema(op)->n_attrs, &out, 1);
 
-    tj_dtype want;
-    bool accepted = expected_dtype(r->ref, scalar_form, r->dtype, &want);
-    if (!accepted || (r->var && r->var->int_rejects && want == TJ_I64)) {
+    tj_dtype want = TJ_F32;
+    bool accepted = expected_dtype(r->ref, op, attrs, r->dtype, &want);
+    /* integers take no negative integer power (PyTorch) */
+    bool negative_power = scalar_form && tjc_op(op->scalar_base)->id == TJ_OP_pow &&
+                          want == TJ_I64 && r->scalar.kind == TJ_SCALAR_INT && r->scalar.i < 0;
+    if (!accepted || negative_power || (r->var && r->var->int_rejects && (want == TJ_I64 || want == TJ_BOOL))) {
         if (n != -1 || out) fail_msg("%s: expected an error, got a result", what);
         tj_status st_want = accepted ? TJ_ERR_ARG : TJ_ERR_DTYPE;
         if (tj_last_status() != st_want)
@@ -465,12 +490,18 @@ static void run_one(tj_generator *g, const run_spec *r) {
     broadcast_sizes(in, n_in, sizes, &nd);
     tt_ref ref = tt_ref_new(sizes, nd), ins[3];
     for (int k = 0; k < n_in; k++) ins[k] = tt_ref_of(in[k]);
+    /* an integer computation takes float Scalars truncated (addcmul's value) */
+    const tj_schema *sch = tj_op_schema(op);
+    for (int k = 0; want == TJ_I64 && k < sch->n_attrs; k++)
+        if (sch->args[sch->attr_pos[k]].type == TJ_ARG_SCALAR && !tj_is_none(attrs[k].f))
+            attrs[k].f = trunc(attrs[k].f);
     const tj_attr *base_attrs = scalar_form ? attrs + 1 : attrs;
     int64_t idx[TJ_MAX_DIMS] = {0};
     for (int64_t i = 0; i < ref.numel; i++) {
-        double x[3] = {0, r->scalar, 0};
+        double x[3] = {0, r->scalar.f, 0};
         for (int k = 0; k < n_in; k++) x[k] = tt_ref_bcast(&ins[k], idx, nd);
         ref.v[i] = r->ref->fn(x, base_attrs);
+        if (want == TJ_BOOL && r->ref->res == R_SAME) ref.v[i] = ref.v[i] != 0; /* C's bool of it */
         tt_next_index(idx, sizes, nd);
     }
     tt_assert_close_ref(out, &ref, tt_rtol(want), tt_atol(want));
@@ -502,7 +533,7 @@ static void op_matches_reference(void **state) {
                                                               dtypes[d] != TJ_I64)))
                         continue;
                     run_spec r = {op, ref, ref->n_var ? &ref->var[v] : NULL,
-                                  scalar_form ? ref->scalars[s] : 0, dtypes[d], &cases[c]};
+                                  scalar_form ? ref->scalars[s] : tj_scalar_int(0), dtypes[d], &cases[c]};
                     run_one(g, &r);
                 }
     tj_generator_free(g);

@@ -60,7 +60,7 @@ static void promotion_between_dimensioned_tensors(void **state) {
     CHECK(tj_mul(f64, i64), TJ_F64, 1e-15, 0.2, -6);
     CHECK(tj_add(b, i64, 1), TJ_I64, 0, 2, -2);
     CHECK(tj_add(i64, b, 1), TJ_I64, 0, 2, -2);
-    CHECK(tj_sub(b, f32, 1), TJ_F32, 1e-6, 0.9, -2);
+    CHECK(tj_mul(b, f32), TJ_F32, 1e-6, 0.1, 0);
     CHECK(tj_maximum(i64, f64), TJ_F64, 0, 1, 3);
     /* a division of integers is a true division */
     CHECK(tj_div(VEC(TJ_I64, 7, -7), VEC(TJ_I64, 2, 2)), TJ_F32, 0, 3.5, -3.5);
@@ -85,16 +85,36 @@ static void zero_dim_tensors_count_only_when_a_category_higher(void **state) {
     CHECK(r, TJ_F64, 0, 3);
 }
 
-static void c_doubles_act_as_float_scalars(void **state) {
+/* A Scalar operand promotes as PyTorch's wrapped numbers: only when its
+ * category (bool < integer < float) is above the tensor's; a C integer is an
+ * integer Scalar, a C double a float one even when whole. */
+static void scalars_promote_as_wrapped_numbers(void **state) {
     (void)state;
     tj_tensor *i64 = VEC(TJ_I64, 1, 2), *f64 = VEC(TJ_F64, 1, 2), *b = VEC(TJ_BOOL, 1, 0);
     CHECK(tj_add_scalar(i64, 0.5, 1), TJ_F32, 0, 1.5, 2.5);
-    CHECK(tj_add_scalar(i64, 2, 1), TJ_F32, 0, 3, 4); /* a C double is a float even when whole */
+    CHECK(tj_add_scalar(i64, 2, 1), TJ_I64, 0, 3, 4);
+    CHECK(tj_add_scalar(i64, 2.0, 1), TJ_F32, 0, 3, 4);
+    CHECK(tj_add_scalar(i64, (bool)true, 1), TJ_I64, 0, 2, 3);
+    CHECK(tj_add_scalar(b, (bool)true, 1), TJ_BOOL, 0, 1, 1); /* bool + True stays bool */
+    CHECK(tj_add_scalar(i64, tj_scalar_int(2), tj_scalar_int(3)), TJ_I64, 0, 7, 8);
     CHECK(tj_mul_scalar(f64, 0.1), TJ_F64, 1e-16, 0.1, 0.2);
+    CHECK(tj_mul_scalar(f64, 3), TJ_F64, 0, 3, 6);
     CHECK(tj_mul_scalar(b, 2.5), TJ_F32, 0, 2.5, 0);
-    CHECK(tj_pow_scalar(i64, 2), TJ_F32, 0, 1, 4);
+    CHECK(tj_mul_scalar(b, 2), TJ_I64, 0, 2, 0);
+    CHECK(tj_pow_scalar(i64, 2), TJ_I64, 0, 1, 4);
+    CHECK(tj_pow_scalar(i64, 2.0), TJ_F32, 0, 1, 4);
+    CHECK(tj_pow_scalar(b, 2), TJ_I64, 0, 1, 0);
     CHECK(tj_clamp(i64, 1.5, TJ_NONE), TJ_F32, 0, 1.5, 2);
+    CHECK(tj_clamp(i64, 2, tj_scalar_none()), TJ_I64, 0, 2, 2);
+    CHECK(tj_clamp(i64, tj_scalar_none(), 1), TJ_I64, 0, 1, 1);
+    CHECK(tj_clamp(b, 0, 1), TJ_I64, 0, 1, 0);
     CHECK(tj_lt_scalar(i64, 1.5), TJ_BOOL, 0, 1, 0);
+    CHECK(tj_eq_scalar(i64, 2.0), TJ_BOOL, 0, 0, 1);
+    /* alpha and addcmul's value do not promote: they take the tensors' dtype */
+    CHECK(tj_add(i64, i64, 2), TJ_I64, 0, 3, 6);
+    CHECK(tj_add(f64, f64, 2), TJ_F64, 0, 3, 6);
+    CHECK(tj_addcmul(i64, i64, i64, 2.7), TJ_I64, 0, 3, 10); /* truncated to 2, as in PyTorch */
+    CHECK(tj_addcmul(i64, i64, i64, -0.5), TJ_I64, 0, 1, 2);
     /* f32 keeps f32: the double is rounded to the tensor's precision */
     CHECK(tj_add_scalar(VEC(TJ_F32, 0), 0.1, 1), TJ_F32, 0, (double)0.1f);
 }
@@ -196,8 +216,11 @@ static void integer_edge_cases(void **state) {
     CHECK(tj_relu(x), TJ_I64, 0, 0, 9223372036854775807.0, 0);
     CHECK(tj_maximum(x, VEC(TJ_I64, 0, 0, 0)), TJ_I64, 0, 0, 9223372036854775807.0, 0);
     CHECK(tj_floor(VEC(TJ_I64, -3, 4)), TJ_I64, 0, -3, 4);
-    /* clamp of an integer tensor computes in f32 (the bounds are C doubles) */
-    CHECK(tj_clamp(VEC(TJ_I64, -5, 0, 5), -2, 3), TJ_F32, 0, -2, 0, 3);
+    /* clamp of an integer tensor by integer bounds stays integral; float bounds promote */
+    CHECK(tj_clamp(VEC(TJ_I64, -5, 0, 5), -2, 3), TJ_I64, 0, -2, 0, 3);
+    CHECK(tj_clamp(VEC(TJ_I64, -5, 0, 5), -2., 3), TJ_F32, 0, -2, 0, 3);
+    CHECK(tj_clamp(VEC(TJ_I64, INT64_MIN, INT64_MAX), tj_scalar_none(), 0), TJ_I64, 0,
+          -9223372036854775808.0, 0);
 }
 
 static void integer_arithmetic_wraps_instead_of_overflowing(void **state) {
@@ -232,13 +255,29 @@ static void attributes(void **state) {
     CHECK(tj_add_scalar(a, 4, 0.25), TJ_F64, 0, 2, 3);
     CHECK(tj_sub_scalar(a, 4, 0.25), TJ_F64, 0, 0, 1);
     CHECK(tj_addcmul(a, b, b, 0.01), TJ_F64, 1e-14, 2, 6);
-    /* whole-number alphas are fine on integers */
+    /* integer alphas are fine on integers */
     CHECK(tj_add(VEC(TJ_I64, 1, 2), VEC(TJ_I64, 10, 20), 3), TJ_I64, 0, 31, 62);
     CHECK(tj_gelu(VEC(TJ_F64, 0, 1), "none"), TJ_F64, 1e-15, 0, 0.8413447460685429);
     CHECK(tj_gelu(VEC(TJ_F64, 0, 1), "tanh"), TJ_F64, 1e-15, 0, 0.8411919906082768);
     CHECK(tj_lerp(a, b, 0), TJ_F64, 0, 1, 2);
     CHECK(tj_lerp(a, b, 1), TJ_F64, 0, 10, 20); /* exact at both ends */
-    CHECK(tj_clamp(a, TJ_NONE, TJ_NONE), TJ_F64, 0, 1, 2);
+    CHECK(tj_clamp(a, TJ_NONE, 1.5), TJ_F64, 0, 1, 1.5);
+}
+
+/* add, mul, maximum, minimum and sign take bool tensors, as PyTorch's kernels
+ * do: over bools add is or, mul and minimum are and, maximum is or. */
+static void bool_arithmetic(void **state) {
+    (void)state;
+    tj_tensor *x = VEC(TJ_BOOL, 1, 1, 0, 0), *y = VEC(TJ_BOOL, 1, 0, 1, 0);
+    CHECK(tj_add(x, y, 1), TJ_BOOL, 0, 1, 1, 1, 0);
+    CHECK(tj_add(x, y, 0), TJ_BOOL, 0, 1, 1, 0, 0);
+    CHECK(tj_mul(x, y), TJ_BOOL, 0, 1, 0, 0, 0);
+    CHECK(tj_maximum(x, y), TJ_BOOL, 0, 1, 1, 1, 0);
+    CHECK(tj_minimum(x, y), TJ_BOOL, 0, 1, 0, 0, 0);
+    CHECK(tj_sign(x), TJ_BOOL, 0, 1, 1, 0, 0);
+    CHECK(tj_add(x, VEC(TJ_I64, 2, 2, 2, 2), 1), TJ_I64, 0, 3, 3, 2, 2);
+    CHECK(tj_mul_scalar(x, (bool)true), TJ_BOOL, 0, 1, 1, 0, 0);
+    CHECK(tj_minimum(x, VEC(TJ_I64, 0, 5, 5, -1)), TJ_I64, 0, 0, 1, 0, -1);
 }
 
 static void eight_dims_broadcast(void **state) {
@@ -286,16 +325,33 @@ static void error_messages_name_the_op_argument_and_shapes(void **state) {
     assert_null(tj_gelu(x, "fast"));
     tt_assert_error("aten::gelu: argument 'approximate' must be one of none|tanh; got 'fast'");
     tj_clear_error();
-    assert_null(tj_add(VEC(TJ_BOOL, 1), VEC(TJ_BOOL, 1), 1));
+    assert_null(tj_neg(VEC(TJ_BOOL, 1)));
     assert_int_equal(tj_last_status(), TJ_ERR_DTYPE);
-    tt_assert_error("aten::add: arithmetic on bool tensors is not supported");
+    tt_assert_error("aten::neg: arithmetic on bool tensors is not supported");
+    tj_clear_error();
+    assert_null(tj_sub(VEC(TJ_I64, 1), VEC(TJ_BOOL, 1), 1));
+    assert_int_equal(tj_last_status(), TJ_ERR_DTYPE);
+    tt_assert_error("aten::sub: subtraction with a bool tensor is not supported (as in PyTorch); "
+                    "to invert a mask use tj_logical_not");
     tj_clear_error();
     assert_null(tj_add(VEC(TJ_I64, 1), VEC(TJ_I64, 1), 0.5));
     assert_int_equal(tj_last_status(), TJ_ERR_ARG);
-    tt_assert_error("aten::add: argument 'alpha' is 0.5, but an op on i64 tensors");
+    tt_assert_error("aten::add: argument 'alpha' is the float 0.5, but an op on i64 tensors "
+                    "takes an integer alpha");
+    tj_clear_error();
+    assert_null(tj_add(VEC(TJ_I64, 1), VEC(TJ_I64, 1), 2.0)); /* even a whole one, as in PyTorch */
+    tt_assert_error("aten::add: argument 'alpha' is the float 2, but an op on i64 tensors");
     tj_clear_error();
     assert_null(tj_addcmul(VEC(TJ_I64, 1), VEC(TJ_I64, 1), VEC(TJ_I64, 1), NAN));
-    tt_assert_error("aten::addcmul: argument 'value' is nan");
+    tt_assert_error("aten::addcmul: argument 'value' is nan, which cannot be converted to i64 "
+                    "without overflow");
+    tj_clear_error();
+    assert_null(tj_pow_scalar(VEC(TJ_I64, 2), -1));
+    tt_assert_error("aten::pow.Tensor_Scalar: Integers to negative integer powers are not allowed "
+                    "(exponent -1)");
+    tj_clear_error();
+    assert_null(tj_clamp(VEC(TJ_I64, 2), tj_scalar_none(), tj_scalar_none()));
+    tt_assert_error("aten::clamp: at least one of 'min' and 'max' must be given");
     tj_clear_error();
     /* the first failure in a chain is the one reported */
     assert_null(tj_exp(tj_neg(tj_add(x, y, 1))));
@@ -307,7 +363,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(promotion_between_dimensioned_tensors),
         T(zero_dim_tensors_count_only_when_a_category_higher),
-        T(c_doubles_act_as_float_scalars),
+        T(scalars_promote_as_wrapped_numbers),
         T(comparisons_and_logic_give_bool),
         T(floating_ops_make_integers_f32),
         T(where_promotes_its_values_and_wants_a_bool_condition),
@@ -316,6 +372,7 @@ int main(void) {
         T(integer_edge_cases),
         T(integer_arithmetic_wraps_instead_of_overflowing),
         T(attributes),
+        T(bool_arithmetic),
         T(eight_dims_broadcast),
         T(error_messages_name_the_op_argument_and_shapes),
     };

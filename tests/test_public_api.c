@@ -79,6 +79,23 @@ static void c_dtypes(void) {
     WORKS(assert_false(tj_is_none(1.0)));
 }
 
+/* Scalars keep their kind, and tj_scalar_of picks it from the C type. */
+static void c_scalars(void) {
+    WORKS(assert_int_equal(tj_scalar_int(-3).kind, TJ_SCALAR_INT));
+    WORKS(assert_true(tj_scalar_int(-3).f == -3.0 && tj_scalar_int(-3).i == -3));
+    WORKS(assert_int_equal(tj_scalar_float(2.0).kind, TJ_SCALAR_FLOAT));
+    WORKS(assert_true(tj_scalar_bool(true).i == 1 && tj_scalar_bool(true).kind == TJ_SCALAR_BOOL));
+    WORKS(assert_true(tj_is_none(tj_scalar_none().f)));
+    WORKS(assert_int_equal(tj_scalar_same(tj_scalar_int(4)).i, 4));
+    WORKS(assert_int_equal(tj_scalar_of(2).kind, TJ_SCALAR_INT));
+    WORKS(assert_int_equal(tj_scalar_of((int64_t)2).kind, TJ_SCALAR_INT));
+    WORKS(assert_int_equal(tj_scalar_of(2.0).kind, TJ_SCALAR_FLOAT));
+    WORKS(assert_int_equal(tj_scalar_of(2.0f).kind, TJ_SCALAR_FLOAT));
+    WORKS(assert_int_equal(tj_scalar_of((bool)true).kind, TJ_SCALAR_BOOL));
+    WORKS(assert_int_equal(tj_scalar_of(true).kind, TJ_SCALAR_INT)); /* C's true is the int 1 */
+    WORKS(assert_int_equal(tj_scalar_of(tj_scalar_int(5)).i, 5));
+}
+
 static void c_devices(void) {
     char buf[32];
     tj_device d;
@@ -438,6 +455,7 @@ typedef struct api_entry {
 static const api_entry table[] = {
     {"tj_last_error tj_last_status tj_clear_error tj_status_name", c_errors},
     {"tj_dtype_name tj_dtype_size tj_dtype_is_float tj_is_none", c_dtypes},
+    {"tj_scalar_float tj_scalar_int tj_scalar_bool tj_scalar_none tj_scalar_same", c_scalars},
     {"tj_device_to_string tj_device_parse tj_device_count tj_cuda_is_available "
      "tj_cuda_device_count tj_cuda_synchronize tj_cuda_memory_stats tj_cuda_empty_cache "
      "tj_cuda_set_allow_tf32 tj_cuda_allow_tf32 tj_cuda_set_cudnn_benchmark "

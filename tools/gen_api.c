@@ -44,6 +44,8 @@ static void params(FILE *f, const tj_schema *s) {
         case TJ_ARG_STR: fprintf(f, "%sconst char *%s", sep, n); break;
         case TJ_ARG_DTYPE: fprintf(f, "%stj_dtype %s", sep, n); break;
         case TJ_ARG_GENERATOR: fprintf(f, "%stj_generator *%s", sep, n); break;
+        case TJ_ARG_SCALAR:
+        case TJ_ARG_SCALAR_OPT: fprintf(f, "%stj_scalar %s", sep, n); break;
         }
     }
     if (s->n_outputs != 1) fprintf(f, "%stj_tensor **out, int out_cap", s->n_args ? ", " : "");
@@ -53,6 +55,37 @@ static void prototype(FILE *f, const row *r, const tj_schema *s) {
     fprintf(f, s->n_outputs == 1 ? "tj_tensor *tj_%s(" : "int tj_%s(", r->id);
     params(f, s);
     fprintf(f, ")");
+}
+
+/* For an op with Scalar arguments, a macro of its name that passes each of
+ * them through tj_scalar_of, so that a C number keeps its kind: tj_add(a, b, 2)
+ * is an integer alpha, tj_add(a, b, 2.0) a float one. The macro's own name in
+ * its expansion is the function (C does not expand a macro inside itself). */
+static void scalar_macro(FILE *f, const row *r, const tj_schema *s) {
+    bool any = false;
+    for (int k = 0; k < s->n_args; k++)
+        any |= s->args[k].type == TJ_ARG_SCALAR || s->args[k].type == TJ_ARG_SCALAR_OPT;
+    if (!any) return;
+    char params[512] = "", call[1024] = "";
+    size_t np = 0, nc = 0;
+    int count = 0;
+    for (int k = 0; k < s->n_args; k++) {
+        tj_arg_type t = s->args[k].type;
+        int width = t == TJ_ARG_TENSOR_LIST || t == TJ_ARG_INTS || t == TJ_ARG_FLOATS ? 2 : 1;
+        for (int w = 0; w < width; w++, count++) {
+            bool scalar = t == TJ_ARG_SCALAR || t == TJ_ARG_SCALAR_OPT;
+            np += (size_t)snprintf(params + np, sizeof params - np, "%sa%d", count ? ", " : "", count);
+            nc += (size_t)snprintf(call + nc, sizeof call - nc, scalar ? "%stj_scalar_of(a%d)" : "%s(a%d)",
+                                   count ? ", " : "", count);
+        }
+    }
+    if (s->n_outputs != 1)
+        for (int w = 0; w < 2; w++, count++) {
+            np += (size_t)snprintf(params + np, sizeof params - np, ", a%d", count);
+            nc += (size_t)snprintf(call + nc, sizeof call - nc, ", (a%d)", count);
+        }
+    fprintf(f, "#if !defined(__cplusplus) && !defined(TJIT_NO_SCALAR_MACROS)\n"
+               "#define tj_%s(%s) tj_%s(%s)\n#endif\n", r->id, params, r->id, call);
 }
 
 static void body(FILE *f, const row *r, const tj_schema *s) {
@@ -84,6 +117,8 @@ static void body(FILE *f, const row *r, const tj_schema *s) {
         case TJ_ARG_STR: fprintf(f, "    at_[%d].s = %s;\n", k, n); break;
         case TJ_ARG_DTYPE: fprintf(f, "    at_[%d].dtype = %s;\n", k, n); break;
         case TJ_ARG_GENERATOR: fprintf(f, "    at_[%d].gen = %s;\n", k, n); break;
+        case TJ_ARG_SCALAR:
+        case TJ_ARG_SCALAR_OPT: fprintf(f, "    at_[%d].scalar = %s;\n", k, n); break;
         case TJ_ARG_INTS:
             fprintf(f, "    at_[%d].ints.data = %s;\n    at_[%d].ints.n = n_%s;\n", k, n, k, n);
             break;
@@ -121,6 +156,7 @@ int main(int argc, char **argv) {
                "#ifndef TJIT_OPS_API_H\n#define TJIT_OPS_API_H\n\n"
                "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
     fprintf(c, "/* ops_api.c — generated from core/ops.def by tools/gen_api.c; do not edit. */\n"
+               "#define TJIT_NO_SCALAR_MACROS /* the functions themselves */\n"
                "#include \"core/core.h\"\n\n");
     for (int i = 0; i < N_ROWS; i++) {
         const row *r = &rows[i];
@@ -133,6 +169,7 @@ int main(int argc, char **argv) {
         fprintf(h, "/* %s%s */\n", r->name, text);
         prototype(h, r, &s);
         fprintf(h, ";\n");
+        scalar_macro(h, r, &s);
         prototype(c, r, &s);
         body(c, r, &s);
     }

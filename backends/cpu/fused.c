@@ -271,7 +271,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             fake_ptrs[i] = &fake[i];
         }
         tj_dtype compute, result;
-        if (!op || n_in > 3 || tjc_pw_types(op, fake_ptrs, n_in, &compute, &result) != TJ_OK) {
+        if (!op || n_in > 3 || tjc_pw_types(op, fake_ptrs, n_in, tj_node_attrs(n), &compute, &result) != TJ_OK) {
             bad = "a node the runner cannot type";
             break;
         }

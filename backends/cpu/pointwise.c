@@ -2,6 +2,8 @@
  * and every compute dtype its rule allows, a typed loop is generated from the
  * row's expression; the loops run on tjcpu_iter. The loops and their table
  * are built once per instruction set (isa.h); the rest once. */
+#include <math.h>
+
 #include "core/pw_math.h"
 #include "cpu.h"
 #include "isa.h"
@@ -103,6 +105,9 @@ static inline bool cvt_b8(double v) { return v != 0; }
     PW_LOOP(id, f64, double, double, ar, e)                                         \
     PW_LOOP(id, i64, int64_t, int64_t, ar, e)
 #define LOOPS_TJC_PW_ARITH_FS LOOPS_TJC_PW_ARITH
+#define LOOPS_TJC_PW_ARITH_B(id, ar, e)                                            \
+    LOOPS_TJC_PW_ARITH(id, ar, e)                                                   \
+    PW_LOOP(id, b8, bool, bool, ar, e)
 #define LOOPS_TJC_PW_FLOAT(id, ar, e)                                              \
     PW_LOOP(id, f32, float, float, ar, e)                                           \
     PW_LOOP(id, f64, double, double, ar, e)
@@ -118,15 +123,21 @@ static inline bool cvt_b8(double v) { return v != 0; }
     PW_LOOP(id, i64, int64_t, int64_t, ar, e)                                       \
     PW_LOOP(id, b8, bool, bool, ar, e)
 
+/* The bool loops of TJC_PW_ARITH_B rows evaluate the row's C expression over
+ * bools on purpose (mul's a * b is a and b). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wint-in-bool-context"
 #define TJ_OP(id, name, schema, kind, infer, cpu)
 #define TJ_POINTWISE(id, name, schema, rule, arity, expr) LOOPS_##rule(id, arity, expr)
 #define TJ_POINTWISE_SCALAR(id, name, schema, base)
 #define TJ_INPLACE(id, name, base)
 #include "core/ops.def"
+#pragma GCC diagnostic pop
 
 #define TABLE_TJC_PW_ARITH(id) \
     [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64, [TJ_I64] = pw_##id##_i64},
 #define TABLE_TJC_PW_ARITH_FS TABLE_TJC_PW_ARITH
+#define TABLE_TJC_PW_ARITH_B TABLE_TJC_PW_COMPARE
 #define TABLE_TJC_PW_FLOAT(id) [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64},
 #define TABLE_TJC_PW_COMPARE(id)                                                    \
     [TJ_OP_##id] = {[TJ_F32] = pw_##id##_f32, [TJ_F64] = pw_##id##_f64,             \
@@ -159,7 +170,11 @@ void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]) 
         const tj_attr *a = &attrs[k];
         switch (arg->type) {
         case TJ_ARG_FLOAT:
-        case TJ_ARG_FLOAT_OPT: prm[j] = a->f; break;
+        case TJ_ARG_FLOAT_OPT:
+        case TJ_ARG_SCALAR: prm[j] = a->f; break; /* a Scalar's f is its value, whatever its kind */
+        case TJ_ARG_SCALAR_OPT: /* clamp's absent bound: none below, none above, in every dtype */
+            prm[j] = !tj_is_none(a->f) ? a->f : j == 0 ? -INFINITY : INFINITY;
+            break;
         case TJ_ARG_INT: prm[j] = (double)a->i; break;
         case TJ_ARG_BOOL: prm[j] = a->b; break;
         case TJ_ARG_STR: prm[j] = tjc_choice_index(arg, a->s); break;
@@ -207,7 +222,7 @@ tj_status tjcpu_pointwise(const tjc_call *c) {
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     bool scalar_form = form->scalar_base >= 0;
     tj_dtype compute, result;
-    tj_status st = tjc_pw_types(op, c->in, c->n_in, &compute, &result);
+    tj_status st = tjc_pw_types(op, c->in, c->n_in, c->attr, &compute, &result);
     if (st) return st;
     tjcpu_loop_fn fn = tjcpu_pw_loop(op, compute);
     if (!fn)

@@ -456,7 +456,7 @@ static tj_status put_compute(gen *G, tjc_text *t, const char *name, tj_block *b,
             fake_ptrs[i] = &fake[i];
         }
         tj_dtype compute, result;
-        if (tjc_pw_types(op, fake_ptrs, n_in, &compute, &result) != TJ_OK) {
+        if (tjc_pw_types(op, fake_ptrs, n_in, tj_node_attrs(n), &compute, &result) != TJ_OK) {
             tjc_ptrmap_free(&fed);
             return tj_last_status();
         }

@@ -217,7 +217,7 @@ static tj_status pointwise_kernel(const tjc_call *c) {
     bool scalar_form = form->scalar_base >= 0;
     const tj_op_info *base = scalar_form ? tjc_op(form->scalar_base) : form;
     tj_dtype compute, result;
-    tj_status st = tjc_pw_types(op, c->in, c->n_in, &compute, &result);
+    tj_status st = tjc_pw_types(op, c->in, c->n_in, c->attr, &compute, &result);
     if (st) return st;
     if (!tjcu_pw_takes(base, compute))
         return tjc_error(TJ_ERR_INTERNAL, "%s: no CUDA kernel for compute dtype %s", op->name,

@@ -88,6 +88,7 @@ bool tjcu_pw_takes(const tj_op_info *base, tj_dtype compute) {
     case TJC_PW_ARITH_FS: return compute != TJ_BOOL;
     case TJC_PW_FLOAT: return compute == TJ_F32 || compute == TJ_F64;
     case TJC_PW_LOGICAL: return compute == TJ_BOOL;
+    case TJC_PW_ARITH_B:
     case TJC_PW_COMPARE:
     case TJC_PW_SELECT: return (unsigned)compute < TJ_NUM_DTYPES;
     }

@@ -220,7 +220,7 @@ static tj_status plan_values(gen *G) {
             fake_ptrs[i] = &fake[i];
         }
         tj_dtype compute, result;
-        if (tjc_pw_types(op, fake_ptrs, k, &compute, &result) != TJ_OK || !tjcpu_pw_loop(op, compute)) {
+        if (tjc_pw_types(op, fake_ptrs, k, tj_node_attrs(n), &compute, &result) != TJ_OK || !tjcpu_pw_loop(op, compute)) {
             tj_clear_error();
             return tjl_fail(ir, "%s: no loop for its operands' dtypes", op->name), TJ_ERR_UNSUPPORTED;
         }
@@ -378,7 +378,7 @@ tj_status tjl_gen_node(gen *G, const tj_node *nc) {
         fake_ptrs[i] = &fake[i];
     }
     tj_dtype compute, result;
-    if (tjc_pw_types(op, fake_ptrs, k, &compute, &result) != TJ_OK) return tj_last_status();
+    if (tjc_pw_types(op, fake_ptrs, k, tj_node_attrs(n), &compute, &result) != TJ_OK) return tj_last_status();
     tjl_args a = {{NULL}, {NULL}, {0, 0}};
     for (int i = 0; i < k; i++) a.x[i] = value(G, slot_of(G, tj_node_input(n, i)), compute);
     if (form->scalar_base >= 0) /* the C double operand: a constant, as the runner's */

@@ -226,9 +226,13 @@ EMIT(logical_not) {
     REQUIRE(t == TJ_BOOL, "logical_not");
     return LLVMBuildNot(BLD, A, "");
 }
-EMIT(add) { REQUIRE(t != TJ_BOOL, "add"); return add(ir, t, A, mul(ir, t, P0, B)); }
+/* over bools (PyTorch's add and mul of bool tensors): a or (alpha and b), a and b */
+EMIT(add) {
+    if (t == TJ_BOOL) return LLVMBuildOr(BLD, A, LLVMBuildAnd(BLD, P0, B, ""), "");
+    return add(ir, t, A, mul(ir, t, P0, B));
+}
 EMIT(sub) { REQUIRE(t != TJ_BOOL, "sub"); return sub(ir, t, A, mul(ir, t, P0, B)); }
-EMIT(mul) { REQUIRE(t != TJ_BOOL, "mul"); return mul(ir, t, A, B); }
+EMIT(mul) { return t == TJ_BOOL ? LLVMBuildAnd(BLD, A, B, "") : mul(ir, t, A, B); }
 EMIT(div) { FLOAT_ONLY("div"); return fdiv(ir, A, B); }
 EMIT(pow) {
     if (t == TJ_F32) return call_math(ir, (mathfn){TJL_POWF, "powf", false}, A, B);
@@ -237,13 +241,13 @@ EMIT(pow) {
     return tjl_libm(ir, "tjl_ipow", A, B); /* jit.c defines it: pw_math.h's tjm_ipow */
 }
 EMIT(maximum) {
-    REQUIRE(t != TJ_BOOL, "maximum");
+    if (t == TJ_BOOL) return LLVMBuildOr(BLD, A, B, "");
     V c = compare(ir, t, GT, A, B);
     if (is_float(t)) c = LLVMBuildOr(BLD, c, is_nan(ir, A), "");
     return sel(ir, c, A, B);
 }
 EMIT(minimum) {
-    REQUIRE(t != TJ_BOOL, "minimum");
+    if (t == TJ_BOOL) return LLVMBuildAnd(BLD, A, B, "");
     V c = compare(ir, t, LT, A, B);
     if (is_float(t)) c = LLVMBuildOr(BLD, c, is_nan(ir, A), "");
     return sel(ir, c, A, B);

@@ -159,6 +159,7 @@ typedef enum tj_attr_kind {
     TJ_ATTR_GENERATOR, /* a user's generator: printed as <generator>, never read back */
     TJ_ATTR_TENSOR,    /* prim::Constant of a tensor: tj_node_tensor */
     TJ_ATTR_GRAPH,     /* a subgraph: tj_node_subgraph */
+    TJ_ATTR_SCALAR,    /* a Scalar argument: tj_attr.scalar, printed 2, 2. or True */
     TJ_NUM_ATTR_KINDS
 } tj_attr_kind;
 

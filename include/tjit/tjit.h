@@ -215,11 +215,44 @@ typedef enum tj_arg_type {
     TJ_ARG_BOOL,        /* bool */
     TJ_ARG_STR,         /* str       : const char *; str(a|b) takes one of a list */
     TJ_ARG_DTYPE,       /* ScalarType: tj_dtype */
-    TJ_ARG_GENERATOR    /* Generator?: tj_generator *, NULL for a default one */
+    TJ_ARG_GENERATOR,   /* Generator?: tj_generator *, NULL for a default one */
+    TJ_ARG_SCALAR,      /* Scalar    : tj_scalar, an integer, a float or a bool */
+    TJ_ARG_SCALAR_OPT   /* Scalar?   : tj_scalar, f = TJ_NONE when absent */
 } tj_arg_type;
 
 #define TJ_NONE (__builtin_nan(""))
 bool tj_is_none(double v);
+
+/* PyTorch's Scalar: a number that keeps whether it was written as an integer
+ * (2), a float (2.) or a bool (True), which decides type promotion: an
+ * integer added to an i64 tensor gives i64, a float gives f32. f holds the
+ * value as a double whatever the kind (so code that wants a number reads f);
+ * i holds an integer or a bool (0, 1) exactly. TJ_SCALAR_FLOAT is 0: an
+ * attribute written as (tj_attr){.f = x} reads as the float Scalar x. */
+typedef enum tj_scalar_kind { TJ_SCALAR_FLOAT, TJ_SCALAR_INT, TJ_SCALAR_BOOL } tj_scalar_kind;
+typedef struct tj_scalar {
+    double f;
+    int64_t i;
+    tj_scalar_kind kind;
+} tj_scalar;
+
+static inline tj_scalar tj_scalar_float(double v) { return (tj_scalar){v, 0, TJ_SCALAR_FLOAT}; }
+static inline tj_scalar tj_scalar_int(int64_t v) { return (tj_scalar){(double)v, v, TJ_SCALAR_INT}; }
+static inline tj_scalar tj_scalar_bool(bool v) { return (tj_scalar){v, v, TJ_SCALAR_BOOL}; }
+static inline tj_scalar tj_scalar_none(void) { return tj_scalar_float(TJ_NONE); }
+static inline tj_scalar tj_scalar_same(tj_scalar v) { return v; }
+
+#ifndef __cplusplus
+/* A C number as the Scalar it reads as in Python: tj_scalar_of(2) is an
+ * integer, tj_scalar_of(2.0) a float, a bool-typed value a bool (C's `true`
+ * is the int 1: write (bool)true or tj_scalar_bool(true)). The
+ * generated tj_<op> functions apply it to their Scalar arguments, so
+ * tj_add(a, b, 2) and tj_add(a, b, 2.0) are PyTorch's add(a, b, alpha=2)
+ * and add(a, b, alpha=2.). */
+#define tj_scalar_of(x) \
+    _Generic((x), tj_scalar: tj_scalar_same, float: tj_scalar_float, double: tj_scalar_float, \
+             long double: tj_scalar_float, _Bool: tj_scalar_bool, default: tj_scalar_int)(x)
+#endif
 
 /* One attribute value; which member is live follows the tj_arg_type. */
 typedef struct tj_attr {
@@ -232,6 +265,7 @@ typedef struct tj_attr {
         tj_generator *gen;
         struct { const int64_t *data; int n; } ints;
         struct { const double *data; int n; } floats;
+        tj_scalar scalar; /* its f is f above: (tj_attr){.f = x} is the float Scalar x */
     };
 } tj_attr;
 

@@ -301,7 +301,7 @@ static tj_status zoo(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
     OUT(tj_logical_or_scalar(a, 0.0)); OUT(tj_where(tj_gt(a, b), a, b));
     OUT(tj_clamp(a, -0.5, 0.5)); OUT(tj_clamp(a, TJ_NONE, 0.3)); OUT(tj_lerp(a, b, 0.25));
     OUT(tj_lerp_tensor(a, b, y01)); OUT(tj_addcmul(a, b, p, 0.5)); OUT(tj_clone(a));
-    OUT(tj_to_dtype(a, TJ_F64)); OUT(tj_zeros_like(a)); OUT(tj_add(idx, eidx, 1.0));
+    OUT(tj_to_dtype(a, TJ_F64)); OUT(tj_zeros_like(a)); OUT(tj_add(idx, eidx, 1));
     OUT(tj_div(idx, tj_add_scalar(eidx, 1.0, 1.0)));
     /* reductions */
     OUT(tj_sum(a, d1, 1, false)); OUT(tj_sum(tj_gt(a, b), d1, 1, true)); OUT(tj_mean(a, NULL, 0, false));

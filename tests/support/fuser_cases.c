@@ -92,6 +92,11 @@ static tj_status random_model(void *ctx, tj_tensor *const *in, int n_in, tj_tens
             attrs[a] = arg->def;
             if (arg->type == TJ_ARG_FLOAT) attrs[a].f = pick(&s, 2) ? 0.5 : (double)(pick(&s, 5) - 2);
             if (arg->type == TJ_ARG_FLOAT_OPT) attrs[a].f = pick(&s, 3) ? (double)pick(&s, 3) - 1.0 : TJ_NONE;
+            if (arg->type == TJ_ARG_SCALAR || arg->type == TJ_ARG_SCALAR_OPT) {
+                int64_t whole = (int64_t)pick(&s, 5) - 2;
+                attrs[a].scalar = pick(&s, 2) ? tj_scalar_float(pick(&s, 2) ? 0.5 : (double)whole) : tj_scalar_int(whole);
+                if (arg->type == TJ_ARG_SCALAR_OPT && !pick(&s, 3)) attrs[a].scalar = tj_scalar_none();
+            }
             if (arg->type == TJ_ARG_STR && arg->choices) attrs[a].s = pick(&s, 2) ? "tanh" : "none";
         }
         tj_tensor *res;
@@ -231,7 +236,7 @@ tj_status tt_run_op_kernel(const tjf_backend *backend, const tj_op_info *op, con
         memcpy(sizes, next, sizeof sizes);
     }
     tj_dtype compute, result;
-    tj_status st = tjc_pw_types(op, in, n_in, &compute, &result);
+    tj_status st = tjc_pw_types(op, in, n_in, attrs, &compute, &result);
     tj_node *n = st ? NULL : tj_node_create_op(sub, op, v, n_in, attrs, op->schema.n_attrs, 1);
     if (!st && (!n || tj_block_append(tj_graph_block(sub), n))) st = tj_last_status();
     if (!st) {

@@ -136,11 +136,17 @@ static void pointwise(gf *f, const tj_op_info *op) {
         const tj_arg *arg = &sc->args[sc->attr_pos[a]];
         attrs[a] = arg->def;
         if (arg->type == TJ_ARG_FLOAT) attrs[a].f = coin(f, 2) ? 0.5 : (double)(pick(f, 5) - 2);
-        if (arg->type == TJ_ARG_FLOAT && f->m->smooth && op->id == TJ_OP_div_scalar) attrs[a].f = 2;
-        if (arg->type == TJ_ARG_FLOAT && f->m->smooth && op->id == TJ_OP_div_scalar_) attrs[a].f = 2;
-        if (arg->type == TJ_ARG_FLOAT && f->m->smooth && op->id == TJ_OP_pow_scalar) attrs[a].f = (double)(pick(f, 3) + 1);
-        if (arg->type == TJ_ARG_FLOAT && f->m->smooth && op->id == TJ_OP_pow_scalar_) attrs[a].f = (double)(pick(f, 3) + 1);
         if (arg->type == TJ_ARG_FLOAT_OPT) attrs[a].f = coin(f, 3) ? TJ_NONE : (double)pick(f, 3) - 1.0;
+        if (arg->type == TJ_ARG_SCALAR || arg->type == TJ_ARG_SCALAR_OPT) {
+            /* integers and floats alike: they type the result differently */
+            int64_t whole = pick(f, 5) - 2;
+            attrs[a].scalar = coin(f, 2) ? tj_scalar_float(coin(f, 2) ? 0.5 : (double)whole) : tj_scalar_int(whole);
+            if (arg->type == TJ_ARG_SCALAR_OPT && coin(f, 3)) attrs[a].scalar = tj_scalar_none();
+            if (f->m->smooth && (op->id == TJ_OP_div_scalar || op->id == TJ_OP_div_scalar_))
+                attrs[a].scalar = tj_scalar_int(2);
+            if (f->m->smooth && (op->id == TJ_OP_pow_scalar || op->id == TJ_OP_pow_scalar_))
+                attrs[a].scalar = tj_scalar_int(pick(f, 3) + 1);
+        }
         if (arg->type == TJ_ARG_STR && arg->choices) attrs[a].s = coin(f, 2) ? "tanh" : "none";
         if (arg->type == TJ_ARG_DTYPE) {
             static const tj_dtype dts[] = {TJ_F32, TJ_F64, TJ_I64, TJ_BOOL};
