@@ -1,5 +1,6 @@
 /* linalg_rules.c — shape and dtype rules of the matmul and convolution rows of
  * ops_linalg.def, and the geometry (core/linalg.h) their kernels read. */
+#include <math.h>
 #include <string.h>
 
 #include "linalg.h"
@@ -139,11 +140,11 @@ tj_status tjc_mm_geometry(const tjc_call *c, tjc_mm_geom *g) {
                              SZ(ba, add), tjc_fmt_sizes(bb, sizeof bb, g->out_sizes, nd));
         }
     }
-    if (id == TJ_OP_addmm && g->dtype == TJ_I64) {
+    if (id == TJ_OP_addmm && g->dtype == TJ_I64) { /* float Scalars truncate, as in PyTorch */
         double beta = c->attr[0].f, alpha = c->attr[1].f;
-        if (beta != (double)(int64_t)beta || alpha != (double)(int64_t)alpha)
-            return tjc_error(TJ_ERR_ARG, "%s: beta and alpha must be integers for i64 tensors; "
-                             "got beta=%g, alpha=%g", op, beta, alpha);
+        if (!(fabs(beta) < 0x1p63) || !(fabs(alpha) < 0x1p63))
+            return tjc_error(TJ_ERR_ARG, "%s: beta %g or alpha %g cannot be converted to i64 "
+                             "without overflow (as in PyTorch)", op, beta, alpha);
     }
     return TJ_OK;
 }

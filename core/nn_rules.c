@@ -42,6 +42,16 @@ tj_status tjc_nn_check_sizes(const tjc_call *c, int i, const int64_t *sizes, int
                      tjc_fmt_sizes(b, sizeof b, t->sizes, t->ndim));
 }
 
+tj_status tjc_nn_same_dtype(const tjc_call *c, int from, int to) {
+    for (int i = from; i <= to && i < c->n_in; i++)
+        if (c->in[i] && c->in[i]->dtype != c->in[0]->dtype)
+            return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is %s but '%s' is %s; they must have "
+                             "the same dtype (as in PyTorch)", c->op->name, TJC_NN_ARG(c, i),
+                             tj_dtype_name(c->in[i]->dtype), TJC_NN_ARG(c, 0),
+                             tj_dtype_name(c->in[0]->dtype));
+    return TJ_OK;
+}
+
 tj_status tjc_nn_same_sizes(const tjc_call *c, int i, int j) {
     const tj_tensor *a = c->in[i], *b = c->in[j];
     bool same = a->ndim == b->ndim;
@@ -82,6 +92,7 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
     int64_t C = x->sizes[1];
     for (int i = 1; i <= 4; i++)
         if ((st = tjc_nn_check_vector(c, i, C, "one per channel"))) return st;
+    if ((st = tjc_nn_same_dtype(c, 1, 4))) return st;
     bool training = c->attr[0].b;
     if (!c->in[3] != !c->in[4])
         return tjc_error(TJ_ERR_ARG, "%s: running_mean and running_var must be given together",
@@ -181,6 +192,7 @@ tj_status tjc_infer_native_layer_norm(const tjc_call *c, int *n_out) {
     int64_t stat[TJ_MAX_DIMS];
     tj_status st = check_layer_norm(c, 0, 0, stat);
     if (!st) st = check_affine(c, 1, 2, &c->attr[0]);
+    if (!st) st = tjc_nn_same_dtype(c, 1, 2);
     if (st) return st;
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
@@ -259,6 +271,7 @@ tj_status tjc_infer_native_group_norm(const tjc_call *c, int *n_out) {
     int64_t N = c->attr[0].i, C = c->attr[1].i, HxW = c->attr[2].i, G = c->attr[3].i;
     tj_status st = check_group_norm(c, 0, N, C, HxW, G);
     for (int i = 1; !st && i <= 2; i++) st = tjc_nn_check_vector(c, i, C, "one per channel");
+    if (!st) st = tjc_nn_same_dtype(c, 1, 2);
     return st ? st : group_norm_metas(c, n_out, N, G);
 }
 
@@ -269,6 +282,7 @@ tj_status tjc_infer_group_norm(const tjc_call *c, int *n_out) {
     int64_t N = x->sizes[0], C = x->sizes[1], G = c->attr[0].i;
     tj_status st = check_group_norm(c, 0, N, C, hxw_of(x), G);
     for (int i = 1; !st && i <= 2; i++) st = tjc_nn_check_vector(c, i, C, "one per channel");
+    if (!st) st = tjc_nn_same_dtype(c, 1, 2);
     return st ? st : group_norm_metas(c, n_out, N, G);
 }
 
@@ -324,8 +338,8 @@ tj_status tjc_infer_softmax_backward_data(const tjc_call *c, int *n_out) {
     if (!tj_dtype_is_float(c->attr[1].dtype))
         return tjc_error(TJ_ERR_DTYPE, "%s: input_dtype must be f32 or f64, got %s", c->op->name,
                          tj_dtype_name(c->attr[1].dtype));
-    *n_out = 1;
-    tjc_meta_new(&c->meta[0], c->attr[1].dtype, y->sizes, y->ndim);
+    *n_out = 1; /* in the gradient's dtype, as PyTorch's (input_dtype only checks) */
+    tjc_meta_new(&c->meta[0], c->in[0]->dtype, y->sizes, y->ndim);
     return TJ_OK;
 }
 

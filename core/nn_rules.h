@@ -17,6 +17,9 @@ tj_status tjc_nn_require_index(const tjc_call *c, int i);
  * elements; `what` says what the elements stand for ("one per channel"). */
 tj_status tjc_nn_check_vector(const tjc_call *c, int i, int64_t n, const char *what);
 /* Input i must have exactly the sizes of input j. */
+/* The given inputs from..to have input 0's dtype: PyTorch's normalisations
+ * refuse an f64 weight for an f32 input instead of promoting. */
+tj_status tjc_nn_same_dtype(const tjc_call *c, int from, int to);
 tj_status tjc_nn_same_sizes(const tjc_call *c, int i, int j);
 /* Input i must have sizes equal to sizes/ndim. */
 tj_status tjc_nn_check_sizes(const tjc_call *c, int i, const int64_t *sizes, int ndim);

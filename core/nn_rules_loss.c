@@ -146,8 +146,8 @@ static tj_status check_bce(const tjc_call *c, int o) {
 tj_status tjc_infer_bce_with_logits(const tjc_call *c, int *n_out) {
     tj_status st = check_bce(c, 0);
     if (st) return st;
-    *n_out = 1;
-    loss_meta(c, tjc_nn_reduction(c, 0), c->in[0]->dtype, c->in[0]);
+    *n_out = 1; /* self and target promote, as in PyTorch */
+    loss_meta(c, tjc_nn_reduction(c, 0), pair_dtype(c->in[0], c->in[1]), c->in[0]);
     return TJ_OK;
 }
 

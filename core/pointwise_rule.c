@@ -69,6 +69,13 @@ tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, con
                                  "floating-point tensors (as in PyTorch); convert with tj_to_dtype "
                                  "first", op->name, tjc_input_name(op, i),
                                  tj_dtype_name(in[i]->dtype));
+    if (float_inputs_only(op))
+        for (int i = 1; i < n_in; i++)
+            if (in[i]->dtype != in[0]->dtype)
+                return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is %s but 'self' is %s; the op "
+                                 "takes one dtype (as in PyTorch)", op->name,
+                                 tjc_input_name(op, i), tj_dtype_name(in[i]->dtype),
+                                 tj_dtype_name(in[0]->dtype));
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     const tj_op_info *base = form->scalar_base >= 0 ? tjc_op(form->scalar_base) : form;
     if (base->id == TJ_OP_sub)

@@ -126,10 +126,13 @@ tj_status tjc_pool_geometry(const tjc_call *c, tjc_pool_geom *g) {
                                  "rank; got %d and %d", c->op->name, go->ndim, c->in[1]->ndim);
             g->oh = go->sizes[go->ndim - 2], g->ow = go->sizes[go->ndim - 1];
         } else {
+            if (c->attr[0].ints.n != 2) /* PyTorch's check, though int[2] takes one elsewhere */
+                return tjc_error(TJ_ERR_ARG, "%s: output_size must be 2 numbers; got %d",
+                                 c->op->name, c->attr[0].ints.n);
             g->oh = tjc_ints_at(&c->attr[0], 0), g->ow = tjc_ints_at(&c->attr[0], 1);
         }
-        if (g->oh <= 0 || g->ow <= 0)
-            return tjc_error(TJ_ERR_ARG, "%s: output_size must be positive; got [%lld, %lld]",
+        if (g->oh < 0 || g->ow < 0)
+            return tjc_error(TJ_ERR_ARG, "%s: output_size must not be negative; got [%lld, %lld]",
                              c->op->name, (long long)g->oh, (long long)g->ow);
     } else {
         bool is_max = id == TJ_OP_max_pool2d_with_indices || id == TJ_OP_max_pool2d ||

@@ -160,6 +160,9 @@ tj_status tjc_infer_reduce_same(const tjc_call *c, int *n_out) {
  * with keepdim every dim stays as size 1); otherwise one dim. */
 tj_status tjc_infer_reduce_arg(const tjc_call *c, int *n_out) {
     const tj_attr *dim = tjc_reduce_attr(c, "dim");
+    if (c->in[0]->dtype == TJ_BOOL)
+        return tjc_error(TJ_ERR_DTYPE, "%s: bool tensors have no order here (as in PyTorch); "
+                         "convert to i64 first", c->op->name);
     if (dim->ints.n > 1) {
         char bd[TJC_SIZES_BUF];
         return tjc_error(TJ_ERR_ARG, "%s: takes one dim, or [] for the flattened input; got "

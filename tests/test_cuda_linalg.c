@@ -180,11 +180,12 @@ static void test_addmm(void **state) {
     tj_tensor *in[3] = {rnd(es, 2, TJ_F32), rnd(e1, 2, TJ_F32), rnd(e2, 2, TJ_F32)};
     tj_attr at[2] = {{.f = 0.5}, {.f = INFINITY}};
     tt_cuda_check_op("aten::addmm", in, 3, at, 2, 0, 0);
-    /* i64 takes only integer beta and alpha: both devices refuse the same way */
+    /* i64 truncates float beta and alpha (PyTorch) and refuses ones beyond i64 */
     int64_t is[2] = {2, 2};
     tj_tensor *ii[3] = {rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64), rnd(is, 2, TJ_I64)};
-    tj_attr half[2] = {{.f = 0.5}, {.f = 1}};
-    tt_cuda_check_refused("aten::addmm", ii, 3, half, 2);
+    tj_attr half[2] = {{.f = 0.5}, {.f = 2.5}}, huge[2] = {{.f = NAN}, {.f = 1}};
+    tt_cuda_check_op("aten::addmm", ii, 3, half, 2, 0, 0);
+    tt_cuda_check_refused("aten::addmm", ii, 3, huge, 2);
     tt_context(NULL);
 }
 

@@ -189,13 +189,13 @@ static void batch_norm_forward(void **state) {
     const char *names[2] = {"aten::native_batch_norm", "aten::batch_norm"};
     int turn = 0;
     for (int t = 0; t < 2; t++) {
-        tj_dtype dt = t ? TJ_F64 : TJ_F32, other = t ? TJ_F32 : TJ_F64;
+        tj_dtype dt = t ? TJ_F64 : TJ_F32;
         for (int s = 0; s < N_BN; s++)
             for (int v = 0; v < 8; v++) {
                 const shape *sh = &bn_shapes[s];
                 int64_t C = sh->s[1];
                 bool training = v & 1, affine = v & 2, stats = !training || (v & 4);
-                tj_dtype sdt = v & 4 ? other : dt;
+                tj_dtype sdt = dt; /* one dtype: PyTorch refuses a mix */
                 layout l = (layout)(turn++ % N_LAYOUTS);
                 tj_tensor *in[5] = {input(sh->s, sh->nd, dt, l, -2, 3),
                                     affine ? vec(C, dt, v & 4, -1, 1) : NULL,
@@ -284,7 +284,7 @@ static void layer_norm_forward_and_backward(void **state) {
     (void)state;
     int turn = 0;
     for (int t = 0; t < 2; t++) {
-        tj_dtype dt = t ? TJ_F64 : TJ_F32, other = t ? TJ_F32 : TJ_F64;
+        tj_dtype dt = t ? TJ_F64 : TJ_F32;
         for (int c = 0; c < N_LN; c++)
             for (int v = 0; v < 4; v++) {
                 const ln_case *lc = &ln_cases[c];
@@ -292,7 +292,7 @@ static void layer_norm_forward_and_backward(void **state) {
                 bool big = lc->x.s[lc->x.nd - 1] >= 4096;
                 if (big && v != 3) continue;
                 layout l = (layout)(turn++ % N_LAYOUTS);
-                tj_tensor *w = v & 1 ? input(ns, lc->n_ns, v & 2 ? other : dt, l, -1, 1) : NULL;
+                tj_tensor *w = v & 1 ? input(ns, lc->n_ns, dt, l, -1, 1) : NULL;
                 tj_tensor *b = v & 2 ? random_in(ns, lc->n_ns, dt, -1, 1) : NULL;
                 tj_tensor *x = input(lc->x.s, lc->x.nd, dt, big ? CONTIGUOUS : l, -2, 3);
                 tj_attr a[2];
@@ -356,7 +356,7 @@ static void group_norm_forward_and_backward(void **state) {
     (void)state;
     int turn = 0;
     for (int t = 0; t < 2; t++) {
-        tj_dtype dt = t ? TJ_F64 : TJ_F32, other = t ? TJ_F32 : TJ_F64;
+        tj_dtype dt = t ? TJ_F64 : TJ_F32;
         for (int c = 0; c < N_GN; c++)
             for (int v = 0; v < 4; v++) {
                 const gn_case *gc = &gn_cases[c];
@@ -364,7 +364,7 @@ static void group_norm_forward_and_backward(void **state) {
                 bool big = S >= 1024;
                 if (big && v != 3) continue;
                 layout l = (layout)(turn++ % N_LAYOUTS);
-                tj_tensor *w = v & 1 ? vec(C, v & 2 ? other : dt, v & 2, -1, 1) : NULL;
+                tj_tensor *w = v & 1 ? vec(C, dt, v & 2, -1, 1) : NULL;
                 tj_tensor *b = v & 2 ? vec(C, dt, false, -1, 1) : NULL;
                 tj_tensor *x = input(gc->x.s, gc->x.nd, dt, l, -2, 3);
                 tj_tensor *in[3] = {x, w, b};

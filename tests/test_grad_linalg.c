@@ -101,8 +101,8 @@ static const gcase cases[] = {
     {"aten::avg_pool2d_backward", "1,2,3,3 1,2,5,5",
      "kernel_size=2 stride=2 padding=0 ceil_mode=1 count_include_pad=0"},
     {"aten::adaptive_avg_pool2d", "1,2,5,5", "output_size=2,3"},
-    {"aten::adaptive_avg_pool2d", "2,5,7", "output_size=3"},
-    {"aten::adaptive_avg_pool2d", "1,2,4,4", "output_size=1"},
+    {"aten::adaptive_avg_pool2d", "2,5,7", "output_size=3,3"},
+    {"aten::adaptive_avg_pool2d", "1,2,4,4", "output_size=1,1"},
     {"aten::_adaptive_avg_pool2d_backward", "1,2,2,3 1,2,5,5", ""},
     {"aten::_adaptive_avg_pool2d_backward", "2,3,3 2,5,7", ""},
 };
@@ -352,7 +352,7 @@ static tj_status small_cnn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor 
     y = tj_max_pool2d(y, two, 1, NULL, 0, zero, 1, one, 1, false);
     y = tj_conv_transpose2d(y, in[3], in[4], two, 1, zero, 1, zero, 1, 2, one, 1);
     y = tj_avg_pool2d(y, three, 1, two, 1, one, 1, false, true);
-    y = tj_adaptive_avg_pool2d(y, two, 1);
+    y = tj_adaptive_avg_pool2d(y, (int64_t[]){2, 2}, 2);
     out[0] = tj_mul(y, y);
     tj_keep(out[0]);
     tj_scope_end();

@@ -376,8 +376,14 @@ static void test_errors(void **state) {
     expect_null(tj_max_pool2d_gather(x, k3, 2, one, 2, p0, 2, one, 2, false, gbad),
                 "tjit::max_pool2d_gather: 'indices' has sizes [1, 2, 2, 2] but the pooled output "
                 "has [1, 2, 3, 3]");
-    expect_null(tj_adaptive_avg_pool2d(x, o0, 2),
-                "aten::adaptive_avg_pool2d: output_size must be positive; got [0, 2]");
+    expect_null(tj_adaptive_avg_pool2d(x, (int64_t[]){-1, 2}, 2),
+                "aten::adaptive_avg_pool2d: output_size must not be negative; got [-1, 2]");
+    expect_null(tj_adaptive_avg_pool2d(x, o0, 1), /* PyTorch's refusal; int[2] takes one elsewhere */
+                "aten::adaptive_avg_pool2d: output_size must be 2 numbers; got 1");
+    tj_tensor *empty = tj_adaptive_avg_pool2d(x, o0, 2); /* [0, 2] is an empty output, as in PyTorch */
+    assert_non_null(empty);
+    assert_int_equal(tj_numel(empty), 0);
+    tj_release(empty);
 
     tj_tensor *all[] = {x, small, xi, x2d, gy, gbad, ind};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) tj_release(all[i]);

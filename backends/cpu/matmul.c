@@ -1,5 +1,6 @@
 /* matmul.c — CPU kernels of mm, bmm, matmul, addmm and linear, and the GEMM
  * (backends/cpu/linalg.h) that the convolution kernels share. */
+#include <math.h>
 #include <cblas.h>
 #include <limits.h>
 #include <omp.h>
@@ -291,6 +292,7 @@ tj_status tjcpu_addmm(const tjc_call *c) {
     tj_status st = tjc_mm_geometry(c, &g);
     if (st) return st;
     double beta = c->attr[0].f, alpha = c->attr[1].f;
+    if (g.dtype == TJ_I64) beta = trunc(beta), alpha = trunc(alpha); /* PyTorch converts them */
     /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
     if (beta != 0 && (st = tjcpu_copy(c->out[0], c->in[0]))) return st;
     return run_product(&g, c->out[0], alpha, beta);

@@ -148,6 +148,7 @@ tj_status tjcpu_avg_pool2d_backward(const tjc_call *c) {
 
 /* Cells per window on average, for the thread decision. */
 static int64_t adaptive_cell(const tjc_pool_geom *g) {
+    if (g->oh == 0 || g->ow == 0) return 1; /* an empty output */
     return ((g->h + g->oh - 1) / g->oh + 1) * ((g->w + g->ow - 1) / g->ow + 1);
 }
 

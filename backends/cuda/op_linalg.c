@@ -3,6 +3,7 @@
  * (tjc_mm_geometry: 1-D operands, broadcast batch dims, linear's transposed
  * weight as swapped strides); every product is one tjcu_gemm over the
  * operands as they lie, so transposed and expanded inputs are not copied. */
+#include <math.h>
 #include "backends/cuda/linalg.h"
 
 /* out[batch..., m, n] (contiguous) = alpha * A @ B + beta * out. */
@@ -43,6 +44,7 @@ static tj_status tjcu_addmm(const tjc_call *c) {
     tj_status st = tjc_mm_geometry(c, &g);
     if (st) return st;
     double beta = c->attr[0].f, alpha = c->attr[1].f;
+    if (g.dtype == TJ_I64) beta = trunc(beta), alpha = trunc(alpha); /* PyTorch converts them */
     /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
     if (beta != 0 && (st = fill_broadcast(c, c->in[0]))) return st;
     return run_product(c, &g, alpha, beta);

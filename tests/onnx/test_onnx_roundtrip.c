@@ -282,7 +282,7 @@ static tj_status zoo(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
     int k = 0;
 #define OUT(x) do { if (k < n_out) out[k++] = (x); } while (0)
     int64_t d1[1] = {1}, d0[1] = {0}, d01[2] = {0, 1}, s16[2] = {1, 6}, v64[2] = {6, 4};
-    int64_t one[1] = {1}, two[1] = {2}, zero[1] = {0}, k3[1] = {3}, s2[1] = {2}, hw3[1] = {3};
+    int64_t one[1] = {1}, two[1] = {2}, zero[1] = {0}, k3[1] = {3}, s2[1] = {2};
     tj_tensor *pieces[8];
     /* pointwise */
     OUT(tj_neg(a)); OUT(tj_exp(a)); OUT(tj_log(p)); OUT(tj_log1p(p)); OUT(tj_expm1(a));
@@ -338,7 +338,7 @@ static tj_status zoo(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out,
     OUT(tj_max_pool2d(img, s2, 1, NULL, 0, zero, 1, one, 1, false));
     OUT(tj_avg_pool2d(img, k3, 1, two, 1, one, 1, false, false));
     OUT(tj_avg_pool2d(img, k3, 1, one, 1, one, 1, false, true));
-    OUT(tj_adaptive_avg_pool2d(img, hw3, 1)); OUT(tj_adaptive_avg_pool2d(img, one, 1));
+    OUT(tj_adaptive_avg_pool2d(img, (int64_t[]){3, 3}, 2)); OUT(tj_adaptive_avg_pool2d(img, (int64_t[]){1, 1}, 2));
     /* normalisation, softmax, losses, indexing */
     OUT(tj_batch_norm(img, c4, NULL, tj_mul_scalar(c4, 0.1), tj_add_scalar(tj_abs(c4), 1.0, 1.0), false, 0.1, 1e-5));
     OUT(tj_layer_norm(img, (int64_t[]){6, 6}, 2, NULL, NULL, 1e-5));
