@@ -59,7 +59,7 @@ tj_status tjc_mm_geometry(const tjc_call *c, tjc_mm_geom *g) {
             return st;
     } else if (id == TJ_OP_linear) {
         if ((st = need_ndim(c, 0, 1, TJ_MAX_DIMS, "at least 1-D")) ||
-            (st = need_ndim(c, 1, 2, 2, "a matrix [out_features, in_features]")))
+            (st = need_ndim(c, 1, 1, 2, "a matrix [out_features, in_features] or a vector [in_features]")))
             return st;
     } else if ((st = need_ndim(c, 0, 1, TJ_MAX_DIMS, "at least 1-D")) ||
                (st = need_ndim(c, 1, 1, TJ_MAX_DIMS, "at least 1-D"))) {
@@ -82,9 +82,9 @@ tj_status tjc_mm_geometry(const tjc_call *c, tjc_mm_geom *g) {
      * transposed, which only swaps its strides */
     int nb = b->ndim, b_nb = 0;
     int64_t kb;
-    if (id == TJ_OP_linear) {
+    if (id == TJ_OP_linear && nb == 2) {
         kb = b->sizes[1], g->n = b->sizes[0], g->b_rs = b->strides[1], g->b_cs = b->strides[0];
-    } else if (nb == 1) {
+    } else if (nb == 1) { /* also linear's vector weight: input @ weight, as in PyTorch */
         kb = b->sizes[0], g->n = 1, g->b_rs = b->strides[0], g->b_cs = 0;
     } else {
         b_nb = nb - 2;
@@ -122,7 +122,7 @@ tj_status tjc_mm_geometry(const tjc_call *c, tjc_mm_geom *g) {
     int nd = 0;
     for (int i = 0; i < nbatch; i++) g->out_sizes[nd++] = g->batch[i];
     if (na != 1) g->out_sizes[nd++] = g->m;
-    if (id == TJ_OP_linear || nb != 1) g->out_sizes[nd++] = g->n;
+    if (nb != 1) g->out_sizes[nd++] = g->n;
     g->out_ndim = nd;
 
     /* the added tensor must broadcast to the result */

@@ -100,10 +100,11 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
     if (!training && !c->in[3])
         return tjc_error(TJ_ERR_ARG, "%s: running_mean and running_var are required when "
                          "training is false", c->op->name);
-    int64_t per_channel = C ? tjc_numel(x->sizes, x->ndim) / C : 0;
-    if (training && per_channel <= 1) {
+    /* one value per channel is computed, as aten's op does; none has no statistics (PyTorch
+     * 1.13 dies of a division by zero there) */
+    if (training && C && tjc_numel(x->sizes, x->ndim) == 0) {
         char b[TJC_SIZES_BUF];
-        return tjc_error(TJ_ERR_SHAPE, "%s: training needs more than 1 value per channel, got "
+        return tjc_error(TJ_ERR_SHAPE, "%s: training needs at least 1 value per channel, got "
                          "input sizes %s", c->op->name, tjc_fmt_sizes(b, sizeof b, x->sizes,
                                                                       x->ndim));
     }

@@ -221,10 +221,11 @@ tj_status tjc_infer_index_select(const tjc_call *c, int *n_out) {
     int dim;
     tj_status st = tjc_nn_require_index(c, 1);
     if (st) return st;
-    if (x->ndim < 1)
-        return tjc_error(TJ_ERR_SHAPE, "%s: argument 'self' must have at least 1 dim",
-                         c->op->name);
+    /* a 0-dim self is one element along dim 0 (PyTorch): index picks it once, the result is 0-dim */
     if ((st = tjc_wrap_dim(c->op->name, c->attr[0].i, x->ndim, &dim))) return st;
+    if (x->ndim == 0 && tjc_numel(idx->sizes, idx->ndim) != 1)
+        return tjc_error(TJ_ERR_SHAPE, "%s: a 0-dim 'self' takes an index of one element, got %lld",
+                         c->op->name, (long long)tjc_numel(idx->sizes, idx->ndim));
     if (idx->ndim > 1) {
         char b[TJC_SIZES_BUF];
         return tjc_error(TJ_ERR_SHAPE, "%s: argument 'index' must be 0-D or 1-D, got sizes %s",

@@ -188,6 +188,10 @@ static tj_status ex_addmm(tjo_exporter *ex, const tj_node *n, const char *const 
 
 static tj_status ex_linear(tjo_exporter *ex, const tj_node *n, const char *const *in, const char *const *out) {
     bool bias = in[2][0] != '\0';
+    if (tjo_in_type(n, 1)->ndim == 1) { /* a vector weight: x @ w */
+        const char *y = tjo_op2(ex, "MatMul", in[0], in[1], bias ? NULL : out[0]);
+        return tjo_done(ex, bias ? tjo_op2(ex, "Add", y, in[2], out[0]) : y);
+    }
     if (rank_in(n) == 2) { /* Gemm: x W^T + b */
         const char *ins[3] = {in[0], in[1], in[2]};
         Onnx__NodeProto *g = tjo_node(ex, "Gemm", ins, bias ? 3 : 2, out, 1);

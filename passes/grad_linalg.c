@@ -90,8 +90,25 @@ static tj_status d_addmm(tjg_ctx *c) {
 }
 
 /* linear: x [..., in] @ W^T [in, out] + b [out] */
+/* linear with a vector weight [in] is x @ w: y drops x's last dim */
+static tj_status d_linear_vector(tjg_ctx *c) {
+    tjg_val x = IN(0), w = IN(1), g = G;
+    tj_type tx = tjg_type(c, x);
+    tjg_val gx = tx.ndim == 1 ? g : unsqueeze(c, g, -1); /* g broadcast along in */
+    if (c->needs[0]) SET(0, tjg_mul(c, gx, w));
+    if (c->needs[1]) {
+        int64_t rows = 1, in = tx.sizes[tx.ndim - 1];
+        for (int d = 0; d + 1 < tx.ndim; d++) rows *= tx.sizes[d];
+        if (tx.ndim == 1) SET(1, tjg_mul(c, g, x));
+        else SET(1, matmul(c, reshape(c, g, &rows, 1), reshape(c, x, (int64_t[]){rows, in}, 2)));
+    }
+    if (c->n_in > 2 && c->needs[2]) SET(2, tjg_sum_to(c, g, IN(2)));
+    return TJ_OK;
+}
+
 static tj_status d_linear(tjg_ctx *c) {
     tjg_val x = IN(0), w = IN(1), g = G;
+    if (tjg_type(c, w).ndim == 1) return d_linear_vector(c);
     if (c->needs[0]) SET(0, matmul(c, g, w));
     if (c->needs[1]) { /* g^T x over all leading dims */
         tj_type tx = tjg_type(c, x), tg = tjg_type(c, g);

@@ -213,7 +213,7 @@ static void batch_norm_forward(void **state) {
                 }
             }
     }
-    /* refused: one value per channel while training, an i64 input */
+    /* one value per channel while training (computed, as aten's op does); an i64 input (refused) */
     const int64_t one[2] = {1, 4};
     tj_tensor *bad[5] = {random_in(one, 2, TJ_F32, -1, 1), NULL, NULL, NULL, NULL};
     tj_attr a[3];

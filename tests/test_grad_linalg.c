@@ -48,6 +48,9 @@ static const gcase cases[] = {
     {"aten::linear", "4 3,4 3", ""},
     {"aten::linear", "2,4 3,4 -", ""},
     {"aten::linear", "2,2,4 3,4 3", ""},
+    {"aten::linear", "2,3,4 4 -", ""}, /* a vector weight: x @ w */
+    {"aten::linear", "4 4 -", ""},
+    {"aten::linear", "2,4 4 1", ""},
 
     /* ---- convolution ---- */
     {"aten::conv2d", "1,2,5,5 2,2,3,3 2", ""},

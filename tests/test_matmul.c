@@ -290,7 +290,12 @@ static void test_errors(void **state) {
     expect_null(tj_matmul(s0, b34), "aten::matmul: 'self' must be at least 1-D; got sizes []");
     expect_null(tj_matmul(v3, b45), "aten::matmul: cannot multiply [3] by [4, 5]: inner sizes 3 and 4 differ");
     expect_null(tj_linear(a23, w45, NULL), "aten::linear: cannot multiply input [2, 3] by weight [4, 5] transposed: in_features 3 and 5 differ");
-    expect_null(tj_linear(a23, v3, NULL), "aten::linear: 'weight' must be a matrix [out_features, in_features]; got sizes [3]");
+    tj_tensor *xv = tj_linear(a23, v3, NULL); /* a vector weight: a23 @ v3, as in PyTorch */
+    assert_non_null(xv);
+    assert_int_equal(tj_ndim(xv), 1);
+    assert_int_equal(tj_sizes(xv)[0], 2);
+    tj_release(xv);
+    expect_null(tj_linear(a23, w45, NULL), "aten::linear: cannot multiply input [2, 3] by weight [4, 5] transposed");
     expect_null(tj_linear(a23, w43, v3),
                 "aten::linear: 'bias' of sizes [3] does not broadcast to the product's sizes [2, 4]");
     expect_null(tj_addmm(self33, a23, b34, 1, 1), "aten::addmm: 'self' of sizes [3, 3] does not broadcast to the product's sizes [2, 4]");

@@ -164,9 +164,11 @@ def fmt_attr(v):
 R = {}
 
 
-def recipe(name, tensors, attrs=None, vary=(), float_only=False):
+def recipe(name, tensors, attrs=None, vary=(), float_only=False, extra=()):
+    """extra: (id, tensors, attrs) cases of their own; a tensor there may be
+    ((sizes), "x") as above or (sizes, [values]) with values given."""
     R[name] = {"tensors": tensors, "attrs": attrs or {}, "vary": list(vary),
-               "float_only": float_only}
+               "float_only": float_only, "extra": list(extra)}
 
 
 X = ([2, 3], "x")
@@ -213,7 +215,9 @@ recipe("aten::bmm", [([2, 2, 3], "x"), ([2, 3, 2], "x")])
 recipe("aten::matmul", [([2, 3], "x"), ([3, 4], "x")])
 recipe("aten::addmm", [([2, 4], "x"), ([2, 3], "x"), ([3, 4], "x")],
        vary=[{"beta": 0.5, "alpha": 2}, {"beta": 2, "alpha": 3}, {"beta": 0, "alpha": 1}])
-recipe("aten::linear", [([2, 3], "x"), ([4, 3], "x"), ([4], "x")])
+recipe("aten::linear", [([2, 3], "x"), ([4, 3], "x"), ([4], "x")],
+       extra=[("1-D weight", [([2, 3], "x"), ([3], "x"), None], {}),
+              ("1-D weight and bias", [([2, 3], "x"), ([3], "x"), ([], "x")], {})])
 recipe("aten::conv1d", [([1, 2, 6], "x"), ([3, 2, 3], "x"), ([3], "x")],
        vary=[{"stride": [2], "padding": [1]}])
 recipe("aten::conv2d", [([1, 2, 5, 5], "x"), ([3, 2, 3, 3], "x"), ([3], "x")],
@@ -231,28 +235,39 @@ recipe("aten::adaptive_avg_pool2d", [([1, 2, 5, 5], "x")], {"output_size": [2, 3
 recipe("aten::native_batch_norm", [([2, 3, 2], "x"), ([3], "x"), ([3], "x"), ([3], "x"), ([3], "pos")],
        {"training": True, "momentum": 0.1, "eps": 1e-5}, vary=[{"training": False}])
 recipe("aten::batch_norm", [([2, 3, 2], "x"), ([3], "x"), ([3], "x"), ([3], "x"), ([3], "pos")],
-       vary=[{"training": True}])
-recipe("aten::native_layer_norm", [X, ([3], "x"), ([3], "x")], {"normalized_shape": [3], "eps": 1e-5})
-recipe("aten::layer_norm", [X, ([3], "x"), ([3], "x")], {"normalized_shape": [3]})
+       vary=[{"training": True}],
+       extra=[("training, one value per channel", [([1, 3], "x"), None, None, None, None], {"training": True})])
+LN_EXTRA = [("constant rows", [([2, 4], [3.0] * 4 + [-1e3] * 4), None, None], {"normalized_shape": [4]}),
+            ("row with inf", [([2, 4], [1.0, math.inf, 2.0, 3.0, 1.0, 2.0, 3.0, 4.0]), None, None],
+             {"normalized_shape": [4]})]
+recipe("aten::native_layer_norm", [X, ([3], "x"), ([3], "x")], {"normalized_shape": [3], "eps": 1e-5},
+       extra=LN_EXTRA)
+recipe("aten::layer_norm", [X, ([3], "x"), ([3], "x")], {"normalized_shape": [3]}, extra=LN_EXTRA)
 recipe("aten::native_group_norm", [([2, 4, 3], "x"), ([4], "x"), ([4], "x")],
        {"N": 2, "C": 4, "HxW": 3, "group": 2, "eps": 1e-5})
 recipe("aten::group_norm", [([2, 4, 3], "x"), ([4], "x"), ([4], "x")], {"num_groups": 2})
 recipe("aten::softmax", [X], {"dim": 1}, vary=[{"dim": -1}, {"dim": 0}])
 recipe("aten::log_softmax", [X], {"dim": 1}, vary=[{"dim": -1}, {"dim": 0}])
 recipe("aten::mse_loss", [X, X], vary=[{"reduction": "none"}, {"reduction": "sum"}])
-recipe("aten::nll_loss", [X, ([2], "idx3"), None], vary=[{"reduction": "none"}, {"reduction": "sum"}])
+recipe("aten::nll_loss", [X, ([2], "idx3"), None], vary=[{"reduction": "none"}, {"reduction": "sum"}],
+       extra=[("4-D input", [([1, 3, 2, 2], "x"), ([1, 2, 2], [0, 1, 2, 1], torch.int64), None], {}),
+              ("1-D input", [([3], "x"), ([], [2], torch.int64), None], {})])
 recipe("aten::cross_entropy_loss", [X, ([2], "idx3"), None],
        vary=[{"reduction": "none"}, {"label_smoothing": 0.1}])
 recipe("aten::binary_cross_entropy_with_logits", [X, ([2, 3], "prob"), None, None],
        vary=[{"reduction": "none"}, {"reduction": "sum"}])
 recipe("aten::embedding", [([4, 3], "x"), ([2, 2], "idx4")], vary=[{"padding_idx": 1}])
-recipe("aten::index_select", [X, ([2], "idx2")], {"dim": 0}, vary=[{"dim": -1}])
+recipe("aten::index_select", [X, ([2], "idx2")], {"dim": 0}, vary=[{"dim": -1}],
+       extra=[("0-dim self", [([], [2.5]), ([1], [0], torch.int64)], {"dim": 0}),
+              ("0-dim self, 0-dim index", [([], [2.5]), ([], [0], torch.int64)], {"dim": 0}),
+              ("0-dim index", [X, ([], [1], torch.int64)], {"dim": 1})])
 recipe("aten::gather", [X, ([2, 2], "idx3")], {"dim": 1}, vary=[{"dim": -1}])
 recipe("aten::scatter_add", [X, ([2, 2], "idx3"), ([2, 2], "x")], {"dim": 1})
 recipe("aten::one_hot", [([4], "idx3")], vary=[{"num_classes": 5}])
 recipe("aten::native_dropout", [X], {"p": 0.5, "train": False})
 recipe("aten::dropout", [X], {"p": 0.5, "train": False})
-recipe("aten::native_dropout_backward", [X, ([2, 3], "bool")], {"scale": 2.0})
+recipe("aten::native_dropout_backward", [X, ([2, 3], "bool")], {"scale": 2.0},
+       extra=[("inf where dropped", [([4], [math.inf, -math.inf, math.nan, 1.0]), ([4], [0, 0, 1, 1], torch.bool)], {})])
 recipe("aten::logsumexp", [X], {"dim": [1]}, vary=[{"dim": [-1], "keepdim": True}, {"dim": [0, 1]}])
 recipe("aten::max.dim", [X], {"dim": 1}, vary=[{"dim": -1, "keepdim": True}])
 recipe("aten::min.dim", [X], {"dim": 1}, vary=[{"dim": -1, "keepdim": True}])
@@ -408,7 +423,7 @@ def cases_for(op):
     rec = R.get(name)
     if rec is None:
         n_t = sum(1 for a in op["args"] if is_tensor(a["type"]))
-        rec = {"tensors": [X] * n_t, "attrs": {}, "vary": [], "float_only": False}
+        rec = {"tensors": [X] * n_t, "attrs": {}, "vary": [], "float_only": False, "extra": []}
     attrs0 = base_attrs(op, rec)
     # Scalar attributes: integer and float variants of each
     scalar_args = [a for a in op["args"] if a["type"] in ("Scalar", "Scalar?")]
@@ -434,6 +449,23 @@ def cases_for(op):
             a = dict(attrs0)
             a.update(v)
             out.append((f"attrs#{i} {dn}", make_tensors(rng, op, rec, DT[dn]), a))
+    for i, v in enumerate(extra):  # special values meet every Scalar variant
+        a = dict(attrs0)
+        a.update(v)
+        out.append((f"special scalar#{i} f32", make_tensors(rng, op, rec, DT["f32"], special_vals=True), a))
+    for cid, specs, a in rec.get("extra", []):
+        ts = []
+        for spec in specs:
+            if spec is None:
+                ts.append(None)
+            elif isinstance(spec[1], str):
+                ts.append(values(rng, spec[0], DT["f32"], spec[1]) if spec[1] != "idx" else None)
+            else:
+                dt = spec[2] if len(spec) > 2 else torch.float32
+                ts.append(torch.tensor(spec[1], dtype=dt).reshape(spec[0]))
+        b = dict(attrs0)
+        b.update(a)
+        out.append((cid, ts, b))
     # shapes: only for the simple recipes, where every tensor is a [2, 3] x
     simple = all(s == X for s in rec["tensors"])
     if simple:
