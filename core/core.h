@@ -218,6 +218,13 @@ static inline int64_t tjc_ints_at(const tj_attr *a, int i) {
 /* Kernel of view ops: the dispatcher already made the views. */
 tj_status tjc_view_kernel(const tjc_call *c);
 
+/* The row whose expression computes a pointwise call: the op itself, or the
+ * base of its in-place or .Scalar form; for pow's Scalar form with the
+ * exponent 0.5 or -0.5, sqrt or rsqrt, as PyTorch computes those exponents
+ * ((-inf)^0.5 is nan there and -0.^0.5 is -0., where C's pow gives inf and
+ * 0.). Every backend asks it, so they agree. */
+const tj_op_info *tjc_pw_expr_op(const tj_op_info *op, const tj_attr *attrs);
+
 /* Pointwise typing: the dtype an op computes in and the dtype it returns,
  * from the tensors' dtypes and the Scalars that take part in promotion (a
  * .Scalar form's operand, clamp's bounds); attrs are the op's attributes. */

@@ -48,6 +48,17 @@ static bool float_inputs_only(const tj_op_info *op) {
            base == TJ_OP_lerp_tensor;
 }
 
+const tj_op_info *tjc_pw_expr_op(const tj_op_info *op, const tj_attr *attrs) {
+    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
+    if (form->scalar_base < 0) return form;
+    if (form->scalar_base == TJ_OP_pow && attrs) {
+        double e = attrs[0].f;
+        if (e == 0.5) return tjc_op(TJ_OP_sqrt);
+        if (e == -0.5) return tjc_op(TJ_OP_rsqrt);
+    }
+    return tjc_op(form->scalar_base);
+}
+
 /* The Scalars that take part in type promotion, as PyTorch's wrapped numbers:
  * a .Scalar form's operand and clamp's bounds (not alpha, not addcmul's
  * value: those are converted to the computation's dtype). */

@@ -54,7 +54,11 @@ static tj_status d_sigmoid(tjg_ctx *c) {
     SET(0, tjg_mul(c, G, tjg_mul(c, y, one_minus(c, y))));
     return TJ_OK;
 }
-static tj_status d_relu(tjg_ctx *c) { SET(0, tjg_mul(c, G, cmp_scalar(c, TJ_OP_gt_scalar, OUT, 0.0))); return TJ_OK; }
+/* PyTorch's threshold_backward: 0 where the result is <= 0, g elsewhere (NaN included) */
+static tj_status d_relu(tjg_ctx *c) {
+    SET(0, where(c, cmp_scalar(c, TJ_OP_le_scalar, OUT, 0.0), tjg_zeros_like(c, G), G));
+    return TJ_OK;
+}
 static tj_status d_silu(tjg_ctx *c) { /* s (1 + a (1 - s)), s = sigmoid(a) */
     tjg_val a = IN(0), s = op1(c, TJ_OP_sigmoid, a);
     SET(0, tjg_mul(c, G, tjg_mul(c, s, tjg_add_scalar(c, tjg_mul(c, a, one_minus(c, s)), 1.0))));
@@ -112,11 +116,13 @@ static tj_status d_div(tjg_ctx *c) { /* a/b: g/b and -g a/b^2 = -(g/b) y */
     if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_neg(c, tjg_mul(c, gb, OUT)), 1));
     return TJ_OK;
 }
-static tj_status d_pow(tjg_ctx *c) { /* a^b: b a^(b-1) and a^b log a (0 where a == 0, b >= 0) */
+static tj_status d_pow(tjg_ctx *c) { /* a^b: b a^(b-1) (0 where b == 0) and a^b log a (0 where a == 0) */
     tjg_val a = IN(0), b = IN(1);
     if (c->needs[0]) {
         tjg_val pw = tjg_op(c, TJ_OP_pow, (tjg_val[]){a, tjg_add_scalar(c, b, -1.0)}, 2, NULL);
-        SET(0, tjg_sum_to(c, tjg_mul(c, G, tjg_mul(c, b, pw)), a));
+        tjg_val d = tjg_mul(c, G, tjg_mul(c, b, pw));
+        d = where(c, cmp_scalar(c, TJ_OP_eq_scalar, b, 0.0), tjg_zeros_like(c, d), d);
+        SET(0, tjg_sum_to(c, d, a));
     }
     if (c->needs[1]) {
         tjg_val term = tjg_mul(c, OUT, op1(c, TJ_OP_log, a));
@@ -126,23 +132,24 @@ static tj_status d_pow(tjg_ctx *c) { /* a^b: b a^(b-1) and a^b log a (0 where a 
     }
     return TJ_OK;
 }
-/* maximum/minimum: the gradient goes to the winner; ties split it in half. */
-static tj_status d_extremum(tjg_ctx *c, int win_op) {
+/* maximum/minimum, as PyTorch: the loser gets 0, a tie half each, anything
+ * else (a NaN on either side) all of g. */
+static tj_status d_extremum(tjg_ctx *c, int lose_op) {
     tjg_val a = IN(0), b = IN(1), g = G;
     tjg_val half = tjg_scale(c, g, 0.5), zero = tjg_zeros_like(c, g);
     tjg_val tie = cmp(c, TJ_OP_eq, a, b);
     if (c->needs[0]) {
-        tjg_val mine = where(c, tie, half, where(c, cmp(c, win_op, a, b), g, zero));
+        tjg_val mine = where(c, tie, half, where(c, cmp(c, lose_op, a, b), zero, g));
         SET(0, tjg_sum_to(c, mine, a));
     }
     if (c->needs[1]) {
-        tjg_val theirs = where(c, tie, half, where(c, cmp(c, win_op, b, a), g, zero));
+        tjg_val theirs = where(c, tie, half, where(c, cmp(c, lose_op, b, a), zero, g));
         SET(1, tjg_sum_to(c, theirs, b));
     }
     return TJ_OK;
 }
-static tj_status d_maximum(tjg_ctx *c) { return d_extremum(c, TJ_OP_gt); }
-static tj_status d_minimum(tjg_ctx *c) { return d_extremum(c, TJ_OP_lt); }
+static tj_status d_maximum(tjg_ctx *c) { return d_extremum(c, TJ_OP_lt); }
+static tj_status d_minimum(tjg_ctx *c) { return d_extremum(c, TJ_OP_gt); }
 
 /* ---- .Scalar forms: the C double is not differentiated ---------------------------- */
 
@@ -162,16 +169,16 @@ static tj_status d_pow_scalar(tjg_ctx *c) { /* s a^(s-1) */
     SET(0, tjg_sum_to(c, d ? tjg_mul(c, G, d) : G, a));
     return TJ_OK;
 }
-static tj_status d_extremum_scalar(tjg_ctx *c, int win_op) {
+static tj_status d_extremum_scalar(tjg_ctx *c, int lose_op) {
     double s = scalar_attr(c, 0);
     tjg_val a = IN(0), g = G;
     tjg_val tie = cmp_scalar(c, TJ_OP_eq_scalar, a, s);
-    tjg_val won = where(c, cmp_scalar(c, win_op, a, s), g, tjg_zeros_like(c, g));
-    SET(0, tjg_sum_to(c, where(c, tie, tjg_scale(c, g, 0.5), won), a));
+    tjg_val kept = where(c, cmp_scalar(c, lose_op, a, s), tjg_zeros_like(c, g), g);
+    SET(0, tjg_sum_to(c, where(c, tie, tjg_scale(c, g, 0.5), kept), a));
     return TJ_OK;
 }
-static tj_status d_maximum_scalar(tjg_ctx *c) { return d_extremum_scalar(c, TJ_OP_gt_scalar); }
-static tj_status d_minimum_scalar(tjg_ctx *c) { return d_extremum_scalar(c, TJ_OP_lt_scalar); }
+static tj_status d_maximum_scalar(tjg_ctx *c) { return d_extremum_scalar(c, TJ_OP_lt_scalar); }
+static tj_status d_minimum_scalar(tjg_ctx *c) { return d_extremum_scalar(c, TJ_OP_gt_scalar); }
 
 /* ---- ternary and copies ------------------------------------------------------------- */
 

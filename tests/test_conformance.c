@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "tjit/runtime.h"
 #include "tests/support/testing.h"
 
 #define CASES "tests/conformance/cases.txt"
@@ -166,7 +167,8 @@ static double elem(tj_tensor *t, int64_t i) {
 /* Why got differs from want, or NULL. Floats: within a few ulps of the
  * largest magnitude (the bounds allow 2 ulp per transcendental and sums in
  * another order); NaN and infinities exactly. */
-static const char *differs(const tj_tensor *got_in, const tensor_text *want, char *why, size_t n) {
+static const char *differs(const tj_tensor *got_in, const tensor_text *want, double scale, char *why,
+                           size_t n) {
     if (tj_tensor_dtype(got_in) != want->dtype)
         return snprintf(why, n, "dtype %s, PyTorch %s", tj_dtype_name(tj_tensor_dtype(got_in)),
                         tj_dtype_name(want->dtype)), why;
@@ -174,7 +176,7 @@ static const char *differs(const tj_tensor *got_in, const tensor_text *want, cha
         memcmp(tj_sizes(got_in), want->sizes, sizeof(int64_t) * (size_t)want->ndim))
         return snprintf(why, n, "sizes differ (rank %d, PyTorch rank %d)", tj_ndim(got_in), want->ndim), why;
     tj_tensor *got = tj_contiguous((tj_tensor *)got_in);
-    double big = 0, tol = want->dtype == TJ_F32 ? 4e-6 : want->dtype == TJ_F64 ? 1e-13 : 0;
+    double big = 0, tol = scale * (want->dtype == TJ_F32 ? 4e-6 : want->dtype == TJ_F64 ? 1e-13 : 0);
     for (int64_t i = 0; i < want->n; i++)
         if (isfinite(want->v[i]) && fabs(want->v[i]) > big) big = fabs(want->v[i]);
     const char *res = NULL;
@@ -196,7 +198,88 @@ static const char *differs(const tj_tensor *got_in, const tensor_text *want, cha
 
 typedef struct counts {
     int cases, passed, listed, failed;
+    int grads, grads_passed;
 } counts;
+
+/* ---- gradients ------------------------------------------------------------------------ */
+
+/* The op called once in a traced model: the graph's inputs are the case's
+ * tensors that are not absent; an absent Tensor? stays NULL. */
+typedef struct one_call {
+    const tj_op_info *op;
+    bool absent[MAX_IN];
+    int n_args, n_out;
+    const tj_attr *attrs;
+} one_call;
+
+static tj_status call_op(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    const one_call *oc = ctx;
+    tj_tensor *args[MAX_IN];
+    for (int k = 0, j = 0; k < oc->n_args; k++) args[k] = oc->absent[k] ? NULL : in[j++];
+    (void)n_in;
+    int n = tj_invoke(tj_op_id(oc->op), args, oc->n_args, oc->attrs, tj_op_schema(oc->op)->n_attrs,
+                      out, n_out);
+    return n == n_out ? TJ_OK : tj_last_status() ? tj_last_status() : TJ_ERR_ARG;
+}
+
+/* Why tjit's gradients of sum(out_k * seed_k) differ from torch.autograd's,
+ * or NULL: the op traced alone, compiled with gradients for its f64 inputs. */
+static const char *grad_differs(const tj_op_info *op, tj_tensor **in, int n_in, const tj_attr *attrs,
+                                int n_out, tensor_text *seeds, bool *seed_none,
+                                tensor_text *want, bool *want_none, int n_want, char *why, size_t n) {
+    one_call oc = {op, {false}, n_in, n_out, attrs};
+    tj_tensor *gin[MAX_IN];
+    bool needs[MAX_IN];
+    int n_g = 0, w = 0;
+    for (int k = 0; k < n_in; k++) {
+        oc.absent[k] = in[k] == NULL;
+        if (in[k]) {
+            needs[n_g] = tj_tensor_dtype(in[k]) == TJ_F64;
+            gin[n_g++] = in[k];
+        }
+    }
+    const char *res = NULL;
+    tj_graph *g = tj_trace(call_op, &oc, gin, n_g, n_out, NULL);
+    tj_compile_options o = {.requires_grad = needs};
+    tj_program *p = g ? tj_compile(g, &o) : NULL;
+    tj_tensor *outs[MAX_OUT] = {NULL}, *seed_t[MAX_OUT] = {NULL}, *grads[MAX_IN] = {NULL};
+    if (!p || tj_run(p, gin, outs) != TJ_OK) {
+        snprintf(why, n, "tjit cannot differentiate it: %s", tj_last_error());
+        res = why;
+    }
+    for (int k = 0; !res && k < n_out; k++) seed_t[k] = seed_none[k] ? NULL : make_tensor(&seeds[k]);
+    if (!res && tj_backward(p, seed_t, grads) != TJ_OK) {
+        snprintf(why, n, "tjit's backward fails: %s", tj_last_error());
+        res = why;
+    }
+    for (int k = 0; !res && k < n_g; k++) {
+        if (!needs[k]) continue;
+        if (w == n_want) break;
+        if (want_none[w]) {
+            for (int64_t i = 0; grads[k] && i < tj_numel(grads[k]) && !res; i++)
+                if (elem(grads[k], i) != 0)
+                    res = (snprintf(why, n, "gradient of input %d: nonzero, PyTorch none", k), why);
+        } else if (!grads[k]) {
+            res = (snprintf(why, n, "gradient of input %d: none, PyTorch has one", k), why);
+        } else {
+            /* derivatives are other formulas than PyTorch's: 1e-9 of the largest in f64 */
+            const char *d = differs(grads[k], &want[w], 1e4, why, n);
+            if (d) {
+                char inner[200];
+                snprintf(inner, sizeof inner, "%.199s", d);
+                snprintf(why, n, "gradient of input %d: %.200s", k, inner);
+                res = why;
+            }
+        }
+        w++;
+    }
+    for (int k = 0; k < MAX_OUT; k++) tj_release(outs[k]), tj_release(seed_t[k]);
+    for (int k = 0; k < MAX_IN; k++) tj_release(grads[k]);
+    tj_program_free(p);
+    tj_graph_free(g);
+    tj_clear_error();
+    return res;
+}
 
 static void run_case(const char *op_name, const char *id, char lines[][1 << 16], int n_lines,
                      counts *c) {
@@ -208,8 +291,9 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
     tj_attr attrs[TJ_MAX_ARGS];
     int64_t store[TJ_MAX_ARGS][TJ_MAX_DIMS * 2];
     bool attrs_ok = true, refused = false;
-    tensor_text want[MAX_OUT];
-    int n_want = 0;
+    tensor_text want[MAX_OUT], seeds[MAX_OUT], gwant[MAX_IN];
+    bool seed_none[MAX_OUT] = {false}, gwant_none[MAX_IN] = {false};
+    int n_want = 0, n_seeds = 0, n_gwant = 0;
     for (int k = 0; k < s->n_attrs; k++) attrs[k] = s->args[s->attr_pos[k]].def;
     bool given[TJ_MAX_ARGS] = {false};
     for (int l = 0; l < n_lines; l++) {
@@ -235,6 +319,14 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
             refused = true;
         } else if (!strncmp(line, "out ", 4)) {
             parse_tensor(line + 4, &want[n_want++]);
+        } else if (!strncmp(line, "seed ", 5)) {
+            seed_none[n_seeds] = !strcmp(line + 5, "none");
+            if (!seed_none[n_seeds]) parse_tensor(line + 5, &seeds[n_seeds]);
+            n_seeds++;
+        } else if (!strncmp(line, "grad ", 5)) {
+            gwant_none[n_gwant] = !strcmp(line + 5, "none");
+            if (!gwant_none[n_gwant]) parse_tensor(line + 5, &gwant[n_gwant]);
+            n_gwant++;
         }
     }
     for (int k = 0; k < s->n_attrs; k++)
@@ -249,7 +341,7 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
     if (refused && n >= 0) bad = "PyTorch refuses it, tjit computes";
     else if (!refused && n < 0) snprintf(why, sizeof why, "tjit refuses it: %s", tj_last_error()), bad = why;
     else if (!refused && n != n_want) snprintf(why, sizeof why, "%d outputs, PyTorch %d", n, n_want), bad = why;
-    for (int k = 0; !bad && !refused && k < n; k++) bad = differs(out[k], &want[k], why, sizeof why);
+    for (int k = 0; !bad && !refused && k < n; k++) bad = differs(out[k], &want[k], 1, why, sizeof why);
     tj_clear_error();
     c->cases++;
     listed *known_diff = find_known(op_name, id);
@@ -266,9 +358,33 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
         if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL")) fprintf(stderr, "differs: %s [%s]: %s\n", op_name, id, bad);
         c->failed++;
     }
+    if (!bad && n_seeds) { /* the values agree: now the first derivatives */
+        char gid[160];
+        snprintf(gid, sizeof gid, "%s (gradient)", id);
+        const char *gbad = grad_differs(op, in, n_in, attrs, n_want, seeds, seed_none, gwant,
+                                        gwant_none, n_gwant, why, sizeof why);
+        c->grads++;
+        listed *gk = find_known(op_name, gid);
+        if (!gbad) {
+            c->grads_passed++;
+            if (gk && strcmp(gk->id, "*")) {
+                fprintf(stderr, "listed difference now agrees: %s %s (remove it from %s)\n", op_name, gid, OPS_DOC);
+                c->failed++;
+            }
+        } else if (gk) {
+            gk->hit = true;
+            c->listed++;
+        } else {
+            if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL"))
+                fprintf(stderr, "differs: %s [%s]: %s\n", op_name, gid, gbad);
+            c->failed++;
+        }
+    }
     for (int k = 0; k < n_in; k++) tj_release(in[k]);
     for (int k = 0; k < n && k < MAX_OUT; k++) tj_release(out[k]);
     for (int k = 0; k < n_want; k++) free(want[k].v);
+    for (int k = 0; k < n_seeds; k++) if (!seed_none[k]) free(seeds[k].v);
+    for (int k = 0; k < n_gwant; k++) if (!gwant_none[k]) free(gwant[k].v);
 }
 
 static char lines[64][1 << 16];
@@ -278,7 +394,7 @@ static void every_case_agrees_with_pytorch(void **state) {
     read_known();
     FILE *f = fopen(CASES, "r");
     if (!f) fail_msg("cannot open %s (run from the repository root)", CASES);
-    counts c = {0, 0, 0, 0};
+    counts c = {0};
     char op[128] = "", id[128] = "";
     int n = 0;
     static char buf[1 << 16];
@@ -300,8 +416,9 @@ static void every_case_agrees_with_pytorch(void **state) {
     for (int i = 0; i < n_known; i++)
         if (!known[i].hit && strcmp(known[i].id, "*"))
             fprintf(stderr, "listed difference matches no failing case: %s %s\n", known[i].op, known[i].id);
-    printf("op conformance: %d/%d cases agree with PyTorch (%d listed differences in %s, %d unlisted)\n",
-           c.passed, c.cases, c.listed, OPS_DOC, c.failed);
+    printf("op conformance: %d/%d cases agree with PyTorch; first derivatives: %d/%d agree with "
+           "torch.autograd (%d listed differences in %s, %d unlisted)\n",
+           c.passed, c.cases, c.grads_passed, c.grads, c.listed, OPS_DOC, c.failed);
     assert_true(c.cases > 1000);
     assert_int_equal(c.failed, 0);
 }

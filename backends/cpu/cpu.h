@@ -25,10 +25,10 @@ void tjcpu_iter(tj_tensor *const *ops, int n_ops, tjcpu_loop_fn fn, const void *
 /* Threads used by kernels (OpenMP); tj_set_num_threads changes it. */
 int tjcpu_threads_for(int64_t work);
 
-/* The typed loop of a pointwise op (its base's for .Scalar and in-place
- * forms) for a compute dtype, or NULL; operands: out, then the inputs (a
- * .Scalar form's operand last), all in the compute dtype. */
-tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, tj_dtype compute);
+/* The typed loop of a pointwise call (tjc_pw_expr_op's row: its base's for
+ * .Scalar and in-place forms) for a compute dtype, or NULL; operands: out,
+ * then the inputs (a .Scalar form's operand last), all in the compute dtype. */
+tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, const tj_attr *attrs, tj_dtype compute);
 /* The loop's parameters (its ctx) from the op's attributes. */
 void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]);
 /* The loop converting elements of dtype from into dtype to (operands: out, in). */

@@ -275,7 +275,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             bad = "a node the runner cannot type";
             break;
         }
-        step s = {tjcpu_pw_loop(op, compute), 1, {0}, {0, 0}};
+        step s = {tjcpu_pw_loop(op, tj_node_attrs(n), compute), 1, {0}, {0, 0}};
         if (!s.fn) {
             bad = "no loop for the compute dtype";
             break;

@@ -183,9 +183,8 @@ void tjcpu_pw_params(const tj_op_info *op, const tj_attr *attrs, double prm[2]) 
     }
 }
 
-tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, tj_dtype compute) {
-    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
-    int loop_op = form->scalar_base >= 0 ? form->scalar_base : form->id;
+tjcpu_loop_fn tjcpu_pw_loop(const tj_op_info *op, const tj_attr *attrs, tj_dtype compute) {
+    int loop_op = tjc_pw_expr_op(op, attrs)->id; /* a unary row ignores the .Scalar operand */
     return (unsigned)compute < TJ_NUM_DTYPES ? TJCPU_ISA_PICK(tjcpu_pw_loops)[loop_op][compute]
                                              : NULL;
 }
@@ -224,7 +223,7 @@ tj_status tjcpu_pointwise(const tjc_call *c) {
     tj_dtype compute, result;
     tj_status st = tjc_pw_types(op, c->in, c->n_in, c->attr, &compute, &result);
     if (st) return st;
-    tjcpu_loop_fn fn = tjcpu_pw_loop(op, compute);
+    tjcpu_loop_fn fn = tjcpu_pw_loop(op, c->attr, compute);
     if (!fn)
         return tjc_error(TJ_ERR_INTERNAL, "%s: no CPU loop for compute dtype %s", op->name,
                          tj_dtype_name(compute));

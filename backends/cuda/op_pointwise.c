@@ -214,8 +214,8 @@ static tj_status check_int_exponent(const tj_op_info *op, tj_tensor *e) {
 static tj_status pointwise_kernel(const tjc_call *c) {
     const tj_op_info *op = c->op;
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
-    bool scalar_form = form->scalar_base >= 0;
-    const tj_op_info *base = scalar_form ? tjc_op(form->scalar_base) : form;
+    const tj_op_info *base = tjc_pw_expr_op(op, c->attr);
+    bool scalar_form = form->scalar_base >= 0 && base->id == form->scalar_base; /* not sqrt's */
     tj_dtype compute, result;
     tj_status st = tjc_pw_types(op, c->in, c->n_in, c->attr, &compute, &result);
     if (st) return st;

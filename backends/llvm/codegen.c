@@ -220,7 +220,7 @@ static tj_status plan_values(gen *G) {
             fake_ptrs[i] = &fake[i];
         }
         tj_dtype compute, result;
-        if (tjc_pw_types(op, fake_ptrs, k, tj_node_attrs(n), &compute, &result) != TJ_OK || !tjcpu_pw_loop(op, compute)) {
+        if (tjc_pw_types(op, fake_ptrs, k, tj_node_attrs(n), &compute, &result) != TJ_OK || !tjcpu_pw_loop(op, tj_node_attrs(n), compute)) {
             tj_clear_error();
             return tjl_fail(ir, "%s: no loop for its operands' dtypes", op->name), TJ_ERR_UNSUPPORTED;
         }
@@ -386,7 +386,7 @@ tj_status tjl_gen_node(gen *G, const tj_node *nc) {
     tjcpu_pw_params(op, tj_node_attrs(n), a.raw);
     a.p[0] = tjl_param(ir, compute, a.raw[0]);
     a.p[1] = tjl_param(ir, compute, a.raw[1]);
-    V r = tjl_emitter(op)(ir, compute, &a);
+    V r = tjl_emitter(tjc_pw_expr_op(op, tj_node_attrs(n)))(ir, compute, &a);
     if (!r) return TJ_ERR_UNSUPPORTED;
     if (LLVMTypeOf(r) != tjl_type(ir, result))
         return tjl_fail(ir, "%s: result of the wrong type", op->name), TJ_ERR_UNSUPPORTED;

@@ -17,8 +17,9 @@ It reads the table from `tjit list` and writes tests/conformance/cases.txt:
     attr NAME TEXT             an attribute, as the IR writes it (2 vs 2.)
     refused                    PyTorch refuses the call
     out DTYPE [SIZES] V V ...  each output otherwise
-    grad K DTYPE [SIZES] V ... d(sum(out * seed))/d(input K), seed below
-    seed DTYPE [SIZES] V ...   the gradient of each output (one line each)
+    seed DTYPE [SIZES] V ...   the gradient given to each output (none: not float)
+    grad DTYPE [SIZES] V ...   d(sum(out_k * seed_k))/d(input) for each f64 tensor
+                               input in order (none: it does not reach an output)
     end
 
 Values are Python's repr of each element (nan, inf, -inf, -0.0 included)."""
@@ -366,6 +367,41 @@ def torch_call(op, tensors, attrs):
     return fn(*pos, **kw)
 
 
+def grad_case(op, tensors, attrs, result, rng):
+    """torch.autograd's gradients of sum(out_k * seed_k) for the f64 inputs,
+    or None when the op is not differentiable there. In-place ops are left to
+    their out-of-place forms."""
+    if op["name"].endswith("_") or "_." in op["name"] or not result:
+        return None
+    ins, flat = [], []
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.dtype == torch.float64:
+            u = t.clone().requires_grad_(True)
+            flat.append(u)
+            ins.append(u)
+        elif isinstance(t, list):
+            ins.append([u.clone().requires_grad_(True) if u.dtype == torch.float64 else u for u in t])
+            flat += [u for u in ins[-1] if u.requires_grad]
+        else:
+            ins.append(t)
+    if not flat:
+        return None
+    try:
+        r = torch_call(op, ins, attrs)
+        outs = [r] if isinstance(r, torch.Tensor) else list(r)
+        pairs = [(o, torch.tensor(np.round(rng.uniform(-1, 1, max(o.numel(), 1)), 2)[:o.numel()],
+                                  dtype=o.dtype).reshape(o.shape))
+                 for o in outs if o.dtype.is_floating_point and o.requires_grad]
+        if not pairs:
+            return None
+        grads = torch.autograd.grad([o for o, _ in pairs], flat, [g for _, g in pairs],
+                                    allow_unused=True)
+    except Exception:
+        return None
+    seeds = [next((g for o2, g in pairs if o2 is o), None) for o in outs]
+    return seeds, grads
+
+
 def run_case(op, tensors, attrs):
     try:
         with torch.no_grad():
@@ -499,7 +535,7 @@ def skipped(op):
 def main():
     tjit = sys.argv[1] if len(sys.argv) > 1 else "build/tjit"
     ops = read_table(tjit)
-    lines, n_cases, n_refused = [], 0, 0
+    lines, n_cases, n_refused, n_grads = [], 0, 0, 0
     for op in ops:
         if skipped(op):
             continue
@@ -523,11 +559,19 @@ def main():
                 n_refused += 1
             else:
                 lines += ["out " + fmt_tensor(r) for r in result]
+                g = grad_case(op, tensors, attrs, result, np.random.default_rng(n_cases)) \
+                    if cid in ("dtype=f64", "special f64") else None
+                if g:
+                    seeds, grads = g
+                    lines += ["seed " + (fmt_tensor(t) if t is not None else "none") for t in seeds]
+                    lines += ["grad " + (fmt_tensor(t) if t is not None else "none") for t in grads]
+                    n_grads += 1
             lines.append("end")
             n_cases += 1
     with open(OUT, "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"{n_cases} cases ({n_refused} refused by PyTorch) over {len(ops)} ops -> {OUT}")
+    print(f"{n_cases} cases ({n_refused} refused by PyTorch, {n_grads} with gradients) over "
+          f"{len(ops)} ops -> {OUT}")
 
 
 if __name__ == "__main__":
