@@ -281,6 +281,27 @@ static const char *grad_differs(const tj_op_info *op, tj_tensor **in, int n_in, 
     return res;
 }
 
+/* Counts a case that differs (bad) as listed or not, and a listed one that
+ * agrees as a failure; returns bad. */
+static const char *tally(counts *c, const char *op_name, const char *id, const char *bad) {
+    listed *k = find_known(op_name, id);
+    if (!bad) {
+        if (k && strcmp(k->id, "*")) {
+            fprintf(stderr, "listed difference now agrees: %s %s (remove it from %s)\n", op_name,
+                    id, OPS_DOC);
+            c->failed++;
+        }
+    } else if (k) {
+        k->hit = true;
+        c->listed++;
+    } else {
+        if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL"))
+            fprintf(stderr, "differs: %s [%s]: %s\n", op_name, id, bad);
+        c->failed++;
+    }
+    return bad;
+}
+
 static void run_case(const char *op_name, const char *id, char lines[][1 << 16], int n_lines,
                      counts *c) {
     const tj_op_info *op = tj_op_find(op_name);
@@ -344,41 +365,14 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
     for (int k = 0; !bad && !refused && k < n; k++) bad = differs(out[k], &want[k], 1, why, sizeof why);
     tj_clear_error();
     c->cases++;
-    listed *known_diff = find_known(op_name, id);
-    if (!bad) {
-        c->passed++;
-        if (known_diff && strcmp(known_diff->id, "*")) {
-            fprintf(stderr, "listed difference now agrees: %s %s (remove it from %s)\n", op_name, id, OPS_DOC);
-            c->failed++;
-        }
-    } else if (known_diff) {
-        known_diff->hit = true;
-        c->listed++;
-    } else {
-        if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL")) fprintf(stderr, "differs: %s [%s]: %s\n", op_name, id, bad);
-        c->failed++;
-    }
+    if (!tally(c, op_name, id, bad)) c->passed++;
     if (!bad && n_seeds) { /* the values agree: now the first derivatives */
         char gid[160];
         snprintf(gid, sizeof gid, "%s (gradient)", id);
         const char *gbad = grad_differs(op, in, n_in, attrs, n_want, seeds, seed_none, gwant,
                                         gwant_none, n_gwant, why, sizeof why);
         c->grads++;
-        listed *gk = find_known(op_name, gid);
-        if (!gbad) {
-            c->grads_passed++;
-            if (gk && strcmp(gk->id, "*")) {
-                fprintf(stderr, "listed difference now agrees: %s %s (remove it from %s)\n", op_name, gid, OPS_DOC);
-                c->failed++;
-            }
-        } else if (gk) {
-            gk->hit = true;
-            c->listed++;
-        } else {
-            if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL"))
-                fprintf(stderr, "differs: %s [%s]: %s\n", op_name, gid, gbad);
-            c->failed++;
-        }
+        if (!tally(c, op_name, gid, gbad)) c->grads_passed++;
     }
     for (int k = 0; k < n_in; k++) tj_release(in[k]);
     for (int k = 0; k < n && k < MAX_OUT; k++) tj_release(out[k]);
