@@ -349,7 +349,8 @@ tj_status tjc_infer_softmax_backward_data(const tjc_call *c, int *n_out) {
 /* in: input; attrs: p, train, generator */
 tj_status tjc_infer_native_dropout(const tjc_call *c, int *n_out) {
     const tj_tensor *x = c->in[0];
-    tj_status st = tjc_nn_require_float(c, 0);
+    /* in eval mode the identity, of any dtype (PyTorch); training scales, so floats only */
+    tj_status st = c->attr[1].b ? tjc_nn_require_float(c, 0) : TJ_OK;
     if (st) return st;
     double p = c->attr[0].f;
     if (!(p >= 0 && p <= 1))
