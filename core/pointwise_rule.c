@@ -74,19 +74,18 @@ static tj_dtype promote_with_scalars(const tj_op_info *op, const tj_attr *attrs,
 tj_status tjc_pw_types(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                        tj_dtype *compute, tj_dtype *result) {
     if (float_inputs_only(op))
-        for (int i = 0; i < n_in; i++)
+        for (int i = 0; i < n_in; i++) {
             if (in[i] && !tj_dtype_is_float(in[i]->dtype))
                 return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is %s, but the op takes only "
                                  "floating-point tensors (as in PyTorch); convert with tj_to_dtype "
                                  "first", op->name, tjc_input_name(op, i),
                                  tj_dtype_name(in[i]->dtype));
-    if (float_inputs_only(op))
-        for (int i = 1; i < n_in; i++)
-            if (in[i]->dtype != in[0]->dtype)
+            if (i && in[i]->dtype != in[0]->dtype)
                 return tjc_error(TJ_ERR_DTYPE, "%s: argument '%s' is %s but 'self' is %s; the op "
                                  "takes one dtype (as in PyTorch)", op->name,
                                  tjc_input_name(op, i), tj_dtype_name(in[i]->dtype),
                                  tj_dtype_name(in[0]->dtype));
+        }
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     const tj_op_info *base = form->scalar_base >= 0 ? tjc_op(form->scalar_base) : form;
     if (base->id == TJ_OP_sub)

@@ -279,9 +279,7 @@ static void plan_dims(gen *G) {
 static tj_status put_node_function(tjc_text *t, const char *name, int j, const tj_node *node,
                                    tj_dtype compute, tj_dtype result) {
     const tj_op_info *op = tj_node_op((tj_node *)node);
-    const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     const tj_op_info *base = tjc_pw_expr_op(op, tj_node_attrs((tj_node *)node));
-    (void)form;
     if (!base->pw_expr)
         return tjc_error(TJ_ERR_UNSUPPORTED, "%s has no pointwise expression", op->name);
     double prm[2];
