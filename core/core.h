@@ -242,6 +242,10 @@ bool tjc_op_is_random(const tj_op_info *op);
  * not tracked by scopes (the interpreter replays graphs with it). */
 int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, const tj_attr *attrs,
                       tj_tensor **out, int out_cap);
+/* Runs kernel on c with input k converted to dtype first (on c's device):
+ * for ops that compute integer and bool inputs in a float dtype, as
+ * PyTorch's logsumexp does, with their float kernels. */
+tj_status tjc_kernel_with_input_as(const tjc_call *c, int k, tj_dtype dtype, tjc_kernel_fn kernel);
 
 /* What a static plan keeps of one op call: the checks, the device, the
  * kernel and the shape rule's results, computed once for inputs of fixed

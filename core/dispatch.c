@@ -395,6 +395,20 @@ int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, cons
     return n;
 }
 
+tj_status tjc_kernel_with_input_as(const tjc_call *c, int k, tj_dtype dtype, tjc_kernel_fn kernel) {
+    tj_attr to = {.dtype = dtype};
+    tj_tensor *converted = NULL, *in[TJ_MAX_ARGS];
+    if (tjc_invoke_nested(tjc_op(TJ_OP_to_dtype), &c->in[k], 1, &to, &converted, 1) != 1)
+        return tj_last_status();
+    memcpy(in, c->in, sizeof(tj_tensor *) * (size_t)c->n_in);
+    in[k] = converted;
+    tjc_call as = *c;
+    as.in = in;
+    tj_status st = kernel(&as);
+    tj_release(converted);
+    return st;
+}
+
 int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, int n_attrs,
               tj_tensor **out, int out_cap) {
     const tj_op_info *op = tjc_op(op_id);

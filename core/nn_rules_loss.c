@@ -287,9 +287,6 @@ tj_status tjc_infer_scatter_add(const tjc_call *c, int *n_out) {
     if (src->dtype != x->dtype)
         return tjc_error(TJ_ERR_DTYPE, "%s: argument 'src' (%s) must have the dtype of 'self' "
                          "(%s)", c->op->name, tj_dtype_name(src->dtype), tj_dtype_name(x->dtype));
-    if (x->dtype == TJ_BOOL)
-        return tjc_error(TJ_ERR_DTYPE, "%s: bool tensors are not supported; use f32, f64 or i64",
-                         c->op->name);
     *n_out = 1;
     tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
     return TJ_OK;

@@ -107,6 +107,7 @@ tj_status tjc_reduce_info_of(const tjc_call *c, tjc_reduce_info *r) {
 typedef enum out_rule {
     OUT_SUM,   /* any input; integers and bool accumulate into i64 */
     OUT_FLOAT, /* f32 and f64 only; the input's dtype */
+    OUT_FLOAT_PROMOTE, /* any input; integers and bool compute in f32 */
     OUT_SAME,  /* any input; the input's dtype; no empty reductions */
     OUT_INDEX  /* any input; i64 indices; no empty reductions */
 } out_rule;
@@ -135,6 +136,7 @@ static tj_status reduce_infer(const tjc_call *c, int *n_out, out_rule rule, tjc_
     if ((rule == OUT_SAME || rule == OUT_INDEX) && (st = need_nonempty(c, r))) return st;
     tj_dtype out = t->dtype;
     if (rule == OUT_SUM && !tj_dtype_is_float(out)) out = TJ_I64;
+    if (rule == OUT_FLOAT_PROMOTE && !tj_dtype_is_float(out)) out = TJ_F32;
     if (rule == OUT_INDEX) out = TJ_I64;
     new_meta(&c->meta[0], out, r);
     *n_out = 1;
@@ -149,6 +151,11 @@ tj_status tjc_infer_reduce_sum(const tjc_call *c, int *n_out) {
 tj_status tjc_infer_reduce_float(const tjc_call *c, int *n_out) {
     tjc_reduce_info r;
     return reduce_infer(c, n_out, OUT_FLOAT, &r);
+}
+
+tj_status tjc_infer_reduce_float_promote(const tjc_call *c, int *n_out) {
+    tjc_reduce_info r;
+    return reduce_infer(c, n_out, OUT_FLOAT_PROMOTE, &r);
 }
 
 tj_status tjc_infer_reduce_same(const tjc_call *c, int *n_out) {

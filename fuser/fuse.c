@@ -95,10 +95,6 @@ tjf_verdict tjf_check_node(const tj_node *n) {
         return verdict(TJF_OP_INPLACE);
     }
     if (tj_node_num_inputs(n) > 3) return verdict(TJF_NODE_OPERANDS);
-    /* an integer power checks its exponent's data (no negative one), which
-     * the eager kernel does and fused loops do not */
-    if (op->id == TJ_OP_pow && tj_value_type(tj_node_output(n, 0))->dtype == TJ_I64)
-        return verdict(TJF_INT_POW);
     for (int i = 0; i < tj_node_num_inputs(n); i++)
         if (!known_tensor(tj_node_input(n, i)))
             return (tjf_verdict){.reason = TJF_UNKNOWN_TYPE, .value = tj_node_input(n, i)};

@@ -18,7 +18,6 @@ typedef enum tjf_reason {
     TJF_OP_INPLACE,         /* an in-place form, or writes into an input */
     TJF_OP_OUTPUTS,         /* more than one output */
     TJF_NODE_OPERANDS,      /* more than three inputs */
-    TJF_INT_POW,            /* pow on integers checks its exponent's data */
     TJF_UNKNOWN_TYPE,       /* value: an operand or result of unknown dtype or sizes */
     TJF_UNEVEN_CHUNK,       /* a chunk or split not into equal pieces of a known tensor */
     TJF_CHUNKS_PRODUCER,    /* the consumer group chunks a value the producer makes */

@@ -111,10 +111,6 @@ static void put_reason(report *r, tjf_verdict v, const tj_node *p, const tj_node
     case TJF_NODE_OPERANDS:
         put(r, "not fusible: %d inputs, more than the 3 a fused node takes", tj_node_num_inputs(p));
         break;
-    case TJF_INT_POW:
-        put(r, "not fusible: an integer pow checks its exponent's data (no negative one), "
-               "which fused loops do not");
-        break;
     case TJF_UNKNOWN_TYPE:
         put(r, "not fusible: ");
         put_value(r, v.value);

@@ -3,7 +3,7 @@
  * checked in a pass of their own before anything is written, so an
  * out-of-range index is an error naming the op, the value and the size it
  * indexes, never a stray read. Copies move whole elements by size, so every
- * dtype works; scatter_add adds in f32, f64 or i64. */
+ * dtype works; scatter_add adds in f32, f64 or i64 and ors bools. */
 #include <omp.h>
 #include <string.h>
 
@@ -239,6 +239,7 @@ tj_status tjcpu_scatter_add(const tjc_call *c) {
                 switch (dt) {
                 case TJ_F32: ((float *)o)[oo] += ((const float *)s)[so]; break;
                 case TJ_F64: ((double *)o)[oo] += ((const double *)s)[so]; break;
+                case TJ_BOOL: ((bool *)o)[oo] |= ((const bool *)s)[so]; break; /* PyTorch's bool add */
                 default: ((int64_t *)o)[oo] += ((const int64_t *)s)[so]; break;
                 }
             }

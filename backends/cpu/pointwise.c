@@ -199,23 +199,6 @@ static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
     return true;
 }
 
-/* PyTorch refuses an integer power with a negative integer exponent (its
- * value is not an integer); the exponent is data, so this looks at it. */
-static tj_status check_int_exponent(const tj_op_info *op, const tj_tensor *e) {
-    int64_t n = tjc_numel(e->sizes, e->ndim), idx[TJ_MAX_DIMS] = {0};
-    const int64_t *base = (const int64_t *)tjc_data_ptr(e);
-    for (int64_t k = 0; k < n; k++) {
-        int64_t off = 0;
-        for (int d = 0; d < e->ndim; d++) off += idx[d] * e->strides[d];
-        if (base[off] < 0)
-            return tjc_error(TJ_ERR_ARG, "%s: Integers to negative integer powers are not allowed "
-                             "(exponent %lld); convert to a floating dtype first", op->name,
-                             (long long)base[off]);
-        for (int d = e->ndim - 1; d >= 0 && ++idx[d] == e->sizes[d]; d--) idx[d] = 0;
-    }
-    return TJ_OK;
-}
-
 tj_status tjcpu_pointwise(const tjc_call *c) {
     const tj_op_info *op = c->op;
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
@@ -267,10 +250,6 @@ tj_status tjcpu_pointwise(const tjc_call *c) {
         tj_tensor base = {.storage = &scalar_storage, .dtype = compute};
         tjc_view_on_stack(&scalar, &base, NULL, NULL, 0, 0);
         ops[n_ops++] = &scalar;
-    }
-    if (form->id == TJ_OP_pow && compute == TJ_I64 && (st = check_int_exponent(op, ops[2]))) {
-        for (int i = 0; i < 4; i++) tj_release(owned[i]);
-        return st;
     }
     if (out->dtype != result) { /* in-place into a narrower float dtype */
         owned[0] = tjc_alloc(out->sizes, out->ndim, result);

@@ -349,7 +349,13 @@ KERNEL(argmax, argmax_r, true)
 KERNEL(argmin, argmin_r, true)
 KERNEL(max_dim, max_dim_r, true)
 KERNEL(min_dim, min_dim_r, true)
-KERNEL(logsumexp, lse_r, false)
+
+tj_status TJCPU_ISA_NAME(tjcpu_logsumexp)(const tjc_call *c) {
+    if (c->in[0]->dtype != c->out[0]->dtype) /* integers and bools, in f32 */
+        return tjc_kernel_with_input_as(c, 0, c->out[0]->dtype, TJCPU_ISA_NAME(tjcpu_logsumexp));
+    tjcpu_rparams prm = {0};
+    return reduce_with(c, lse_r, false, &prm);
+}
 
 tj_status TJCPU_ISA_NAME(tjcpu_var)(const tjc_call *c) {
     tjcpu_rparams prm = {.correction = tjc_reduce_attr(c, "correction")->i};

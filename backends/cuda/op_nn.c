@@ -27,7 +27,7 @@ const char *tjcu_nn_size_suffix(tj_dtype dt) {
 }
 
 const char *tjcu_nn_dtype_suffix(tj_dtype dt) {
-    return dt == TJ_F32 ? "f32" : dt == TJ_F64 ? "f64" : "i64";
+    return dt == TJ_F32 ? "f32" : dt == TJ_F64 ? "f64" : dt == TJ_BOOL ? "b8" : "i64";
 }
 
 void *tjcu_nn_scratch(const tjc_call *c, size_t bytes) {

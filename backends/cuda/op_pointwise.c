@@ -194,23 +194,6 @@ static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
     return true;
 }
 
-/* PyTorch refuses an integer power with a negative integer exponent; the
- * exponent is data, so it is read back (an integer power is rare on a GPU). */
-static tj_status check_int_exponent(const tj_op_info *op, tj_tensor *e) {
-    if (tj_tensor_dtype(e) != TJ_I64) return TJ_OK; /* a bool exponent is 0 or 1 */
-    tj_tensor *host = tjc_to_device(e, (tj_device){TJ_CPU, 0});
-    if (!host) return tj_last_status();
-    const int64_t *v = (const int64_t *)tjc_data_ptr(host);
-    int64_t n = tjc_numel(host->sizes, host->ndim), bad = 0;
-    for (int64_t i = 0; i < n && bad >= 0; i++) bad = v[i] < 0 ? v[i] : 0;
-    tj_release(host);
-    if (bad < 0)
-        return tjc_error(TJ_ERR_ARG, "%s: Integers to negative integer powers are not allowed "
-                         "(exponent %lld); convert to a floating dtype first", op->name,
-                         (long long)bad);
-    return TJ_OK;
-}
-
 static tj_status pointwise_kernel(const tjc_call *c) {
     const tj_op_info *op = c->op;
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
@@ -222,8 +205,6 @@ static tj_status pointwise_kernel(const tjc_call *c) {
     if (!tjcu_pw_takes(base, compute))
         return tjc_error(TJ_ERR_INTERNAL, "%s: no CUDA kernel for compute dtype %s", op->name,
                          tj_dtype_name(compute));
-    if (form->id == TJ_OP_pow && compute == TJ_I64 && (st = check_int_exponent(op, c->in[1])))
-        return st;
     tj_tensor *out = c->out[0];
     if (numel(out) == 0) return TJ_OK;
 

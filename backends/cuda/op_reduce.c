@@ -56,7 +56,13 @@ KERNEL(argmax, "reduce", "argmax", true)
 KERNEL(argmin, "reduce", "argmin", true)
 KERNEL(max_dim, "reduce", "max_dim", true)
 KERNEL(min_dim, "reduce", "min_dim", true)
-KERNEL(logsumexp, "reduce_stats", "logsumexp", false)
+
+static tj_status cuda_logsumexp(const tjc_call *c) {
+    if (c->in[0]->dtype != c->out[0]->dtype) /* integers and bools, in f32 */
+        return tjc_kernel_with_input_as(c, 0, c->out[0]->dtype, cuda_logsumexp);
+    tjcu_rargs a = {0};
+    return reduce_with(c, "reduce_stats", "logsumexp", false, &a);
+}
 
 static tj_status cuda_var_or_std(const tjc_call *c, const char *base) {
     tjcu_rargs a = {.correction = tjc_reduce_attr(c, "correction")->i};

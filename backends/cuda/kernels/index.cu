@@ -102,6 +102,10 @@ __device__ __forceinline__ void atomic_add(double *p, double v) { atomicAdd(p, v
 __device__ __forceinline__ void atomic_add(long long *p, long long v) {
     atomicAdd((u64 *)p, (u64)v);
 }
+/* bools add as or: every writer stores the same 1, so plain stores suffice */
+__device__ __forceinline__ void atomic_add(bool *p, bool v) {
+    if (v) *(volatile bool *)p = true;
+}
 
 /* out[p with p[dim] = idx[p]] += src[p], p over idx's sizes; out (contiguous,
  * geometry o) already holds self. */
@@ -197,6 +201,7 @@ BY_SIZE(8, u64)
 BY_DTYPE(f32, float)
 BY_DTYPE(f64, double)
 BY_DTYPE(i64, long long)
+BY_DTYPE(b8, bool)
 
 #define BY_FLOAT(SFX, T)                                                                       \
     extern "C" __global__ void embedding_backward_##SFX(TensorArg g, TensorArg idx, long long n, \
