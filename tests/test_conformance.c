@@ -6,7 +6,8 @@
  * infinity exact). A case that differs on purpose is listed, with its reason,
  * in docs/ops.md between the conformance markers; a listed case that now
  * agrees fails the test too, so the list stays true. Prints
- * "op conformance: P/N cases". */
+ * "op conformance: P/N cases". TJIT_CONFORMANCE_ALL=1 prints every difference,
+ * the listed ones too. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,6 +295,7 @@ static const char *tally(counts *c, const char *op_name, const char *id, const c
     } else if (k) {
         k->hit = true;
         c->listed++;
+        if (getenv("TJIT_CONFORMANCE_ALL")) fprintf(stderr, "listed: %s [%s]: %s\n", op_name, id, bad);
     } else {
         if (c->failed < 60 || getenv("TJIT_CONFORMANCE_ALL"))
             fprintf(stderr, "differs: %s [%s]: %s\n", op_name, id, bad);

@@ -26,6 +26,7 @@
 #include "core/ptrmap.h"
 #include "core/pw_math.h"
 #include "cpu.h"
+#include "nn.h"
 #include "fuser/fuser.h"
 #include "tjit/ir.h"
 
@@ -138,12 +139,12 @@ static tjf_kernel *fail(tjf_kernel *k, tj_status st, const char *what, const cha
         }                                                                                         \
         double mean = 0, var = 0;                                                                 \
         for (int64_t j = 0; j < m; j++) mean += (double)x[j * sx];                                \
-        mean /= (double)m;                                                                        \
+        mean = tjnn_norm_mean(mean / (double)m);                                                  \
         for (int64_t j = 0; j < m; j++) {                                                         \
             double d = (double)x[j * sx] - mean;                                                  \
             var += d * d;                                                                         \
         }                                                                                         \
-        double rstd = 1 / sqrt(var / (double)m + eps);                                            \
+        double rstd = tjnn_norm_rstd(var / (double)m, eps);                                       \
         for (int64_t j = 0; j < m; j++)                                                           \
             y[j * sy] = (T)(((double)x[j * sx] - mean) * rstd * (double)w[j * sw] + (double)b[j * sb]); \
     }

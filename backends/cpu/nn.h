@@ -5,6 +5,7 @@
 #ifndef TJIT_CPU_NN_H
 #define TJIT_CPU_NN_H
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/nn_rules.h"
@@ -28,6 +29,14 @@ static inline void tjnn_st(void *base, tj_dtype dt, int64_t i, double v) {
     case TJ_I64: ((int64_t *)base)[i] = (int64_t)v; break;
     default: ((bool *)base)[i] = v != 0; break;
     }
+}
+
+/* A normalisation's statistics as PyTorch's running ones leave them: a mean
+ * or a variance that is infinite (an infinite element, or squares that
+ * overflow) is NaN, and so is every normalised value of the row. */
+static inline double tjnn_norm_mean(double m) { return isinf(m) ? NAN : m; }
+static inline double tjnn_norm_rstd(double var, double eps) {
+    return isinf(var) ? NAN : 1.0 / sqrt(var + eps);
 }
 
 /* t itself (retained) when contiguous, else a contiguous copy in its dtype;

@@ -78,7 +78,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
         for (int64_t ch = 0; ch < C; ch++) {
             double s = 0;
             for (int64_t n = 0; n < N; n++) s += s1[n * C + ch];
-            mean[ch] = s / cnt;
+            mean[ch] = s / cnt; /* PyTorch's batch statistics keep an infinite mean */
         }
         for (int64_t r = 0; r < rows; r++) ra[r] = mean[r % C];
         BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, ra, s1, s2);
@@ -86,7 +86,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
             double q = 0;
             for (int64_t n = 0; n < N; n++) q += s2[n * C + ch];
             double var = q / cnt;
-            invstd[ch] = 1.0 / sqrt(var + a->eps);
+            invstd[ch] = tjnn_norm_rstd(var, a->eps);
             if (a->running_mean) { /* PyTorch's update: the variance unbiased */
                 const tj_tensor *rm = a->running_mean, *rv = a->running_var;
                 double m0 = tjnn_ld(tjc_data_ptr(rm), rm->dtype, ch * rm->strides[0]);

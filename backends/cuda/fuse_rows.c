@@ -227,7 +227,9 @@ void tjcu_fuse_put_row_kernel(tjc_text *t, const char *name, const tjcu_fuse_row
     if (row->cache) put_cached_stats(t, row);
     else put_combine(t, row);
     if (ln) {
-        tjc_put(t, "        const double rstd = 1.0 / sqrt(m2 / (double)N + (double)");
+        /* an infinite variance is NaN (the CPU's rule, backends/cpu/nn.h) */
+        tjc_put(t, "        const double var = m2 / (double)N;\n");
+        tjc_put(t, "        const double rstd = var == (double)INFINITY ? (double)NAN : 1.0 / sqrt(var + (double)");
         tjc_put(t, "%a);\n", row->eps);
     } else {
         /* an infinite max (a row of -inf, or a +inf) is NaN, as exp(x - max) makes it on the CPU */

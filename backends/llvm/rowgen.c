@@ -233,8 +233,12 @@ static tj_status emit_row(rows *R, V fn) {
         V q = LLVMConstReal(ir->f64, 0.0);
         if ((st = col_loop(R, fn, 2, &q))) return st;
         double eps = tj_node_attr((tj_node *)R->row, tj_node_attr_index((tj_node *)R->row, "eps"))->f;
-        V var = LLVMBuildFAdd(B, LLVMBuildFDiv(B, q, LLVMConstReal(ir->f64, n), ""), LLVMConstReal(ir->f64, eps), "");
-        R->rstd = LLVMBuildFDiv(B, LLVMConstReal(ir->f64, 1.0), tjl_intrinsic(ir, "llvm.sqrt", var, NULL), "");
+        V var = LLVMBuildFDiv(B, q, LLVMConstReal(ir->f64, n), "");
+        V sd = tjl_intrinsic(ir, "llvm.sqrt", LLVMBuildFAdd(B, var, LLVMConstReal(ir->f64, eps), ""), NULL);
+        R->rstd = LLVMBuildFDiv(B, LLVMConstReal(ir->f64, 1.0), sd, "");
+        /* an infinite variance is NaN (the CPU's rule, backends/cpu/nn.h) */
+        V inf = LLVMBuildFCmp(B, LLVMRealOEQ, var, LLVMConstReal(ir->f64, INFINITY), "");
+        R->rstd = LLVMBuildSelect(B, inf, LLVMConstReal(ir->f64, NAN), R->rstd, "");
     }
     return col_loop(R, fn, 3, NULL);
 }

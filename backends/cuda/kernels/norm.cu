@@ -257,15 +257,24 @@ ELEMENT_KERNELS(f64, double)
 
 /* ---- per-row, per-channel and per-group coefficients ----------------------------------------- */
 
+/* The CPU's rule for the statistics (backends/cpu/nn.h): an infinite mean or
+ * variance is NaN, as PyTorch's running statistics leave it. */
+__device__ __forceinline__ double tjn_mean(double m) {
+    return m == INFINITY || m == -INFINITY ? (double)NAN : m;
+}
+__device__ __forceinline__ double tjn_rstd(double var, double eps) {
+    return var == INFINITY ? (double)NAN : 1.0 / sqrt(var + eps);
+}
+
 /* Layer norm: rstd = 1 / sqrt(m2 / L + eps) per row (0 variance for L = 0);
  * mean_out and rstd_out (T, may be NULL) get the statistics. */
 template <class T>
 __device__ void tjn_ln_stats(const double *mean, const double *m2, long long M, long long L,
                              double eps, double *rstd, T *mean_out, T *rstd_out) {
     TJCU_GRID_STRIDE(i, M) {
-        double r = 1.0 / sqrt((L ? m2[i] / (double)L : 0.0) + eps);
+        double r = tjn_rstd(L ? m2[i] / (double)L : 0.0, eps);
         rstd[i] = r;
-        if (mean_out) mean_out[i] = (T)mean[i];
+        if (mean_out) mean_out[i] = (T)tjn_mean(mean[i]);
         if (rstd_out) rstd_out[i] = (T)r;
     }
 }
@@ -284,8 +293,8 @@ __device__ void tjn_bn_coef(long long C, int training, double momentum, double e
         double mean, invstd;
         if (training) {
             double var = m2_d[c] / cnt;
-            mean = mean_d[c];
-            invstd = 1.0 / sqrt(var + eps);
+            mean = mean_d[c]; /* the CPU keeps an infinite batch mean, as PyTorch */
+            invstd = tjn_rstd(var, eps);
             if (rm.data) {
                 double m0 = tjn_ld(rm, rmdt, c, 0), v0 = tjn_ld(rv, rvdt, c, 0);
                 tjn_st(rm, rmdt, c, (1 - momentum) * m0 + momentum * mean);
@@ -337,12 +346,12 @@ __device__ void tjn_gn_coef(long long N, long long C, long long G, long long L, 
                             double *d) {
     long long D = C / G;
     TJCU_GRID_STRIDE(k, N * G) {
-        if (mean_out) mean_out[k] = (T)mean_d[k];
-        if (rstd_out) rstd_out[k] = (T)(1.0 / sqrt((L ? m2_d[k] / (double)L : 0.0) + eps));
+        if (mean_out) mean_out[k] = (T)tjn_mean(mean_d[k]);
+        if (rstd_out) rstd_out[k] = (T)tjn_rstd(L ? m2_d[k] / (double)L : 0.0, eps);
     }
     TJCU_GRID_STRIDE(r, N * C) {
         long long n = r / C, c = r - n * C, k = n * G + c / D;
-        double rs = 1.0 / sqrt((L ? m2_d[k] / (double)L : 0.0) + eps);
+        double rs = tjn_rstd(L ? m2_d[k] / (double)L : 0.0, eps);
         double ar = rs * tjn_ld(w, wdt, c, 1.0);
         a[r] = ar;
         d[r] = tjn_ld(b, bdt, c, 0.0) - mean_d[k] * ar;
