@@ -115,7 +115,10 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
     tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
-    for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, &C, 1);
+    /* save_mean and save_invstd are empty in eval mode, as PyTorch's: the
+     * backward then reads running_mean and running_var */
+    int64_t saved = training ? C : 0;
+    for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, &saved, 1);
     return TJ_OK;
 }
 
@@ -137,9 +140,9 @@ tj_status tjc_infer_native_batch_norm_backward(const tjc_call *c, int *n_out) {
     }
     if ((st = tjc_nn_same_sizes(c, 0, 1))) return st;
     int64_t C = x->sizes[1];
-    for (int i = 2; i <= 6; i++)
-        if ((st = tjc_nn_check_vector(c, i, C, "one per channel"))) return st;
     bool train = c->attr[0].b;
+    for (int i = 2; i <= (train ? 6 : 4); i++) /* eval ignores save_mean and save_invstd */
+        if ((st = tjc_nn_check_vector(c, i, C, "one per channel"))) return st;
     if (train && (!c->in[5] || !c->in[6]))
         return tjc_error(TJ_ERR_ARG, "%s: save_mean and save_invstd are required when train is "
                          "true", c->op->name);

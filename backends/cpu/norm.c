@@ -28,8 +28,9 @@
 
 static void *dp(const tj_tensor *t) { return tjc_data_ptr(t); }
 
+/* v[0..n) into t; nothing when t is NULL or empty (eval mode's statistics) */
 static void store(tj_tensor *t, const double *v, int64_t n) {
-    if (!t) return;
+    if (!t || tjc_numel(t->sizes, t->ndim) < n) return;
     char *p = tjc_data_ptr(t);
     for (int64_t i = 0; i < n; i++) tjnn_st(p, t->dtype, i, v[i]);
 }

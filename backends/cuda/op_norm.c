@@ -96,8 +96,10 @@ static tj_status bn_forward(const tjc_call *c, tj_tensor *save_mean, tj_tensor *
         tjcu_tensor_arg rm = tjcu_norm_arg(c->in[3]), rv = tjcu_norm_arg(c->in[4]);
         int wdt = c->in[1] ? (int)c->in[1]->dtype : 0, bdt = c->in[2] ? (int)c->in[2]->dtype : 0;
         int rmdt = c->in[3] ? (int)c->in[3]->dtype : 0, rvdt = c->in[4] ? (int)c->in[4]->dtype : 0;
-        void *sm = save_mean ? tjc_data_ptr(save_mean) : NULL;
-        void *si = save_invstd ? tjc_data_ptr(save_invstd) : NULL;
+        /* eval mode's save_mean and save_invstd are empty */
+        bool saved = save_mean && tjc_numel(save_mean->sizes, save_mean->ndim) == C;
+        void *sm = saved ? tjc_data_ptr(save_mean) : NULL;
+        void *si = saved ? tjc_data_ptr(save_invstd) : NULL;
         void *args[] = {&C,  &training, &momentum, &eps, &cnt, &mean, &m2, &w,  &wdt, &b,
                         &bdt, &rm,      &rmdt,     &rv,  &rvdt, &sm,  &si, &a,  &d};
         char kernel[32];
