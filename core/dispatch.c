@@ -409,6 +409,42 @@ tj_status tjc_kernel_with_input_as(const tjc_call *c, int k, tj_dtype dtype, tjc
     return st;
 }
 
+bool tjc_inputs_broadcast(const tjc_call *c, int from, int n, int64_t *sizes, int *ndim) {
+    const tj_tensor *a = c->in[from];
+    bool differ = false;
+    *ndim = a->ndim;
+    if (a->ndim) memcpy(sizes, a->sizes, sizeof(int64_t) * (size_t)a->ndim);
+    for (int k = from + 1; k < from + n; k++) {
+        const tj_tensor *t = c->in[k];
+        differ |= t->ndim != *ndim ||
+                  (t->ndim && memcmp(t->sizes, sizes, sizeof(int64_t) * (size_t)t->ndim));
+        int64_t prev[TJ_MAX_DIMS];
+        int np = *ndim;
+        if (np) memcpy(prev, sizes, sizeof(int64_t) * (size_t)np);
+        if (tjc_broadcast_shapes(c->op->name, prev, np, t->sizes, t->ndim, sizes, ndim)) return false;
+    }
+    return differ;
+}
+
+tj_status tjc_kernel_with_inputs_expanded(const tjc_call *c, int from, int n, const int64_t *sizes,
+                                          int ndim, tjc_kernel_fn kernel) {
+    tj_tensor views[TJ_MAX_ARGS], *in[TJ_MAX_ARGS];
+    memcpy(in, c->in, sizeof(tj_tensor *) * (size_t)c->n_in);
+    for (int k = from; k < from + n; k++) {
+        const tj_tensor *t = c->in[k];
+        int64_t strides[TJ_MAX_DIMS];
+        for (int d = 0; d < ndim; d++) {
+            int td = d - (ndim - t->ndim);
+            strides[d] = td >= 0 && t->sizes[td] == sizes[d] ? t->strides[td] : 0;
+        }
+        tjc_view_on_stack(&views[k], t, sizes, strides, ndim, t->offset);
+        in[k] = &views[k];
+    }
+    tjc_call as = *c;
+    as.in = in;
+    return kernel(&as);
+}
+
 int tj_invoke(int op_id, tj_tensor *const *in, int n_in, const tj_attr *attrs, int n_attrs,
               tj_tensor **out, int out_cap) {
     const tj_op_info *op = tjc_op(op_id);

@@ -42,33 +42,53 @@ static tj_status check_grad_output(const tjc_call *c, int red, const tj_tensor *
 
 /* ---- mse_loss ----------------------------------------------------------------------- */
 
-/* self and target at inputs o, o+1 */
-static tj_status check_mse(const tjc_call *c, int o) {
-    tj_status st = tjc_nn_require_float(c, o);
-    if (!st) st = tjc_nn_require_float(c, o + 1);
-    if (!st) st = tjc_nn_same_sizes(c, o + 1, o);
-    return st;
-}
-
-static tj_dtype pair_dtype(const tj_tensor *a, const tj_tensor *b) {
-    return tjc_promote(a->dtype, b->dtype);
-}
-
-tj_status tjc_infer_mse_loss(const tjc_call *c, int *n_out) {
-    tj_status st = check_mse(c, 0);
-    if (st) return st;
-    *n_out = 1;
-    loss_meta(c, tjc_nn_reduction(c, 0), pair_dtype(c->in[0], c->in[1]), c->in[0]);
+/* self and target at inputs o, o+1: any dtypes whose promotion is a float
+ * one (PyTorch's rule: mse_loss(i64, f32) is f32), into *dtype. */
+static tj_status check_mse(const tjc_call *c, int o, tj_dtype *dtype) {
+    const tj_tensor *x = c->in[o], *t = c->in[o + 1];
+    *dtype = tjc_promote(x->dtype, t->dtype);
+    if (!tj_dtype_is_float(*dtype))
+        return tjc_error(TJ_ERR_DTYPE, "%s: 'self' (%s) and 'target' (%s) promote to %s; the "
+                         "loss needs a floating-point result", c->op->name,
+                         tj_dtype_name(x->dtype), tj_dtype_name(t->dtype), tj_dtype_name(*dtype));
     return TJ_OK;
 }
 
-/* in: grad_output, self, target; attrs: reduction */
-tj_status tjc_infer_mse_loss_backward(const tjc_call *c, int *n_out) {
-    tj_status st = check_mse(c, 1);
-    if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), c->in[1]);
+/* self and target broadcast; the loss per element has the broadcast sizes */
+tj_status tjc_infer_mse_loss(const tjc_call *c, int *n_out) {
+    tj_dtype dt;
+    tj_status st = check_mse(c, 0, &dt);
     if (st) return st;
+    const tj_tensor *x = c->in[0], *t = c->in[1];
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if ((st = tjc_broadcast_shapes(c->op->name, x->sizes, x->ndim, t->sizes, t->ndim, sizes, &nd)))
+        return st;
     *n_out = 1;
-    tjc_meta_new(&c->meta[0], pair_dtype(c->in[1], c->in[2]), c->in[1]->sizes, c->in[1]->ndim);
+    if (tjc_nn_reduction(c, 0) == TJC_RED_NONE) tjc_meta_new(&c->meta[0], dt, sizes, nd);
+    else scalar_meta(&c->meta[0], dt);
+    return TJ_OK;
+}
+
+/* in: grad_output, self, target; attrs: reduction. target broadcasts to self
+ * (autodiff expands self to the forward's broadcast sizes first). */
+tj_status tjc_infer_mse_loss_backward(const tjc_call *c, int *n_out) {
+    tj_dtype dt;
+    const tj_tensor *x = c->in[1], *t = c->in[2];
+    tj_status st = check_mse(c, 1, &dt);
+    if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), x);
+    if (st) return st;
+    bool fits = t->ndim <= x->ndim;
+    for (int d = 0; fits && d < t->ndim; d++)
+        fits = t->sizes[d] == 1 || t->sizes[d] == x->sizes[x->ndim - t->ndim + d];
+    if (!fits) {
+        char a[TJC_SIZES_BUF], b[TJC_SIZES_BUF];
+        return tjc_error(TJ_ERR_SHAPE, "%s: argument 'target' of sizes %s does not broadcast to "
+                         "'self' of sizes %s", c->op->name, tjc_fmt_sizes(a, sizeof a, t->sizes, t->ndim),
+                         tjc_fmt_sizes(b, sizeof b, x->sizes, x->ndim));
+    }
+    *n_out = 1;
+    tjc_meta_new(&c->meta[0], dt, x->sizes, x->ndim);
     return TJ_OK;
 }
 
@@ -136,7 +156,9 @@ tj_status tjc_infer_cross_entropy_loss(const tjc_call *c, int *n_out) {
 
 /* self, target, weight, pos_weight at inputs o..o+3 */
 static tj_status check_bce(const tjc_call *c, int o) {
-    tj_status st = check_mse(c, o);
+    tj_status st = tjc_nn_require_float(c, o);
+    if (!st) st = tjc_nn_require_float(c, o + 1);
+    if (!st) st = tjc_nn_same_sizes(c, o + 1, o);
     if (!st) st = check_broadcasts_to(c, o + 2, o);
     if (!st) st = check_broadcasts_to(c, o + 3, o);
     return st;
@@ -147,7 +169,7 @@ tj_status tjc_infer_bce_with_logits(const tjc_call *c, int *n_out) {
     tj_status st = check_bce(c, 0);
     if (st) return st;
     *n_out = 1; /* self and target promote, as in PyTorch */
-    loss_meta(c, tjc_nn_reduction(c, 0), pair_dtype(c->in[0], c->in[1]), c->in[0]);
+    loss_meta(c, tjc_nn_reduction(c, 0), tjc_promote(c->in[0]->dtype, c->in[1]->dtype), c->in[0]);
     return TJ_OK;
 }
 

@@ -93,8 +93,20 @@ static tj_status d_cross_entropy_loss(tjg_ctx *c) {
 /* mse_loss: its backward op; the target's gradient is the negation */
 static tj_status d_mse_loss(tjg_ctx *c) {
     tj_attr r = *tjg_attr(c, "reduction");
-    tjg_val gx = tjg_op(c, TJ_OP_mse_loss_backward, (tjg_val[]){G, IN(0), IN(1)}, 3, &r);
-    SET(0, gx);
+    tjg_val x = IN(0);
+    tj_type tx = tjg_type(c, x), tt = tjg_type(c, IN(1));
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if (c->status) return c->status;
+    bool known = tx.ndim >= 0 && tt.ndim >= 0;
+    for (int d = 0; known && d < tx.ndim; d++) known = tx.sizes[d] >= 0;
+    for (int d = 0; known && d < tt.ndim; d++) known = tt.sizes[d] >= 0;
+    /* a target larger than self: self's gradient at the broadcast sizes, summed back */
+    if (known && !tjc_broadcast_shapes(c->op->name, tx.sizes, tx.ndim, tt.sizes, tt.ndim, sizes, &nd) &&
+        (nd != tx.ndim || memcmp(sizes, tx.sizes, sizeof(int64_t) * (size_t)nd)))
+        x = tjg_nn_expand(c, x, sizes, nd);
+    tjg_val gx = tjg_op(c, TJ_OP_mse_loss_backward, (tjg_val[]){G, x, IN(1)}, 3, &r);
+    SET(0, tjg_sum_to_input(c, gx, 0));
     if (c->needs[1]) SET(1, tjg_sum_to_input(c, tjg_neg(c, gx), 1));
     return TJ_OK;
 }

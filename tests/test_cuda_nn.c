@@ -102,14 +102,17 @@ static void mse_loss_forms(void **state) {
     tt_context(NULL);
 }
 
-static void mse_loss_refuses(void **state) {
+static void mse_loss_promotes_and_broadcasts(void **state) {
     (void)state;
     int64_t s[2] = {2, 3};
     tj_tensor *f = rnd(s, 2, TJ_F32, -1, 1), *i = rnd(s, 2, TJ_I64, -3, 3);
     tj_tensor *b = rnd(s, 2, TJ_BOOL, 0, 1), *w = rnd((int64_t[]){3, 2}, 2, TJ_F32, -1, 1);
     tj_attr a[] = {{.s = "mean"}};
-    tj_tensor *bad[][2] = {{i, f}, {f, i}, {b, f}, {f, w}};
-    for (int k = 0; k < N_OF(bad); k++) check("aten::mse_loss", bad[k], 2, a, 1, TJ_F32);
+    /* integer and bool operands promote with a float one; i64 with bool, or sizes that
+     * do not broadcast, are refused */
+    tj_tensor *row = rnd((int64_t[]){3}, 1, TJ_F64, -1, 1);
+    tj_tensor *cases[][2] = {{i, f}, {f, i}, {b, f}, {f, w}, {i, b}, {f, row}, {row, f}};
+    for (int k = 0; k < N_OF(cases); k++) check("aten::mse_loss", cases[k], 2, a, 1, TJ_F32);
 }
 
 /* ---- nll_loss and cross_entropy_loss ------------------------------------------------------ */
@@ -287,7 +290,7 @@ int main(void) {
         printf("test_cuda_nn: cross_entropy_loss's values not compared: log_softmax has no CUDA "
                "kernel in this build (its target checks are)\n");
     const struct CMUnitTest tests[] = {
-        TT_SCOPED_TEST(mse_loss_forms),       TT_SCOPED_TEST(mse_loss_refuses),
+        TT_SCOPED_TEST(mse_loss_forms),       TT_SCOPED_TEST(mse_loss_promotes_and_broadcasts),
         TT_SCOPED_TEST(nll_loss_forms),       TT_SCOPED_TEST(nll_loss_bad_targets),
         TT_SCOPED_TEST(bce_forms),            TT_SCOPED_TEST(losses_large),
     };

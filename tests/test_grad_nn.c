@@ -253,8 +253,9 @@ static void mk_cross_entropy(gcase *k, tj_generator *g, int v) {
 static void mk_mse(gcase *k, tj_generator *g, int v, int op) {
     int o = op == TJ_OP_mse_loss_backward ? 1 : 0;
     start(k, op, 2 + o);
-    k->in[o] = R(g, -1, 1, 2, 3);
-    k->in[o + 1] = R(g, -1, 1, 2, 3);
+    /* 4: self [3] broadcast against target [2, 3]; 8: target [1, 3] against self [2, 3] */
+    k->in[o] = v & 4 ? R(g, -1, 1, 3) : R(g, -1, 1, 2, 3);
+    k->in[o + 1] = v & 8 ? R(g, -1, 1, 1, 3) : R(g, -1, 1, 2, 3);
     if (o) k->in[0] = loss_grad(g, v % 3, k->in[1]);
     SET_S(k, "reduction", reductions[v % 3]);
 }
@@ -422,7 +423,11 @@ static const case_row cases[] = {
     ROW("mse_loss none", mse_loss, mk_mse_loss, 0),
     ROW("mse_loss mean", mse_loss, mk_mse_loss, 1),
     ROW("mse_loss sum", mse_loss, mk_mse_loss, 2),
+    ROW("mse_loss none, self broadcast", mse_loss, mk_mse_loss, 0 | 4),
+    ROW("mse_loss mean, self broadcast", mse_loss, mk_mse_loss, 1 | 4),
+    ROW("mse_loss sum, target broadcast", mse_loss, mk_mse_loss, 2 | 8),
     ROW("mse_loss_backward none", mse_loss_backward, mk_mse_loss_backward, 0),
+    ROW("mse_loss_backward mean, target broadcast", mse_loss_backward, mk_mse_loss_backward, 1 | 8),
     ROW("mse_loss_backward mean", mse_loss_backward, mk_mse_loss_backward, 1),
     ROW("mse_loss_backward sum", mse_loss_backward, mk_mse_loss_backward, 2),
     ROW("bce_with_logits none", binary_cross_entropy_with_logits, mk_bce_c, 0),

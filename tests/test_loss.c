@@ -321,7 +321,9 @@ static void bad_arguments_are_clear_errors(void **state) {
     expect_error(tj_cross_entropy_loss(x, ok, NULL, "mean", -100, 0.1), TJ_ERR_UNSUPPORTED,
                  "aten::cross_entropy_loss: label_smoothing 0.1 is not supported");
     expect_error(tj_mse_loss(x, OWN(tj_zeros(&three, 1, TJ_F32)), "mean"), TJ_ERR_SHAPE,
-                 "aten::mse_loss: argument 'target' has sizes [3] but 'self' has sizes [4, 5]");
+                 "aten::mse_loss: cannot broadcast sizes [4, 5] and [3]");
+    expect_error(tj_mse_loss(OWN(tj_zeros(&three, 1, TJ_I64)), OWN(tj_zeros(&three, 1, TJ_BOOL)), "mean"),
+                 TJ_ERR_DTYPE, "aten::mse_loss: 'self' (i64) and 'target' (bool) promote to i64");
     tj_tensor *bx = OWN(tj_zeros(bs, 2, TJ_F32));
     expect_error(tj_binary_cross_entropy_with_logits(bx, bx, NULL, OWN(tj_ones(&three, 1,
                                                      TJ_F32)), "mean"),

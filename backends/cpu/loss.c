@@ -51,6 +51,10 @@ static double mse_block(int64_t lo, int64_t hi, const void *vctx) {
 }
 
 tj_status tjcpu_mse_loss(const tjc_call *c) {
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if (tjc_inputs_broadcast(c, 0, 2, sizes, &nd)) /* target and self broadcast */
+        return tjc_kernel_with_inputs_expanded(c, 0, 2, sizes, nd, tjcpu_mse_loss);
     int red = tjc_nn_reduction(c, 0);
     tj_tensor *x = tjnn_contig(c->in[0]), *t = tjnn_contig(c->in[1]), *out = c->out[0];
     if (!x || !t) {
@@ -73,6 +77,10 @@ tj_status tjcpu_mse_loss(const tjc_call *c) {
 
 /* in: grad_output, self, target; attrs: reduction. gi = 2 (x - t) g */
 tj_status tjcpu_mse_loss_backward(const tjc_call *c) {
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if (tjc_inputs_broadcast(c, 1, 2, sizes, &nd)) /* target broadcasts to self */
+        return tjc_kernel_with_inputs_expanded(c, 2, 1, sizes, nd, tjcpu_mse_loss_backward);
     tj_tensor *g = tjnn_contig(c->in[0]), *x = tjnn_contig(c->in[1]), *t = tjnn_contig(c->in[2]);
     tj_status st = TJ_OK;
     if (!g || !x || !t) {

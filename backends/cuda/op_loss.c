@@ -75,6 +75,10 @@ static tj_status partials_reduce(const tjc_call *c, partials *p, const char *ker
 /* ---- mse_loss ------------------------------------------------------------------------------ */
 
 tj_status tjcu_mse_loss(const tjc_call *c) {
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if (tjc_inputs_broadcast(c, 0, 2, sizes, &nd)) /* target and self broadcast */
+        return tjc_kernel_with_inputs_expanded(c, 0, 2, sizes, nd, tjcu_mse_loss);
     int red = tjc_nn_reduction(c, 0);
     const tj_tensor *x = c->in[0], *t = c->in[1];
     tjcu_tensor_arg xa = tjcu_arg(x), ta = tjcu_arg(t);
@@ -95,6 +99,10 @@ tj_status tjcu_mse_loss(const tjc_call *c) {
 
 /* in: grad_output, self, target; attrs: reduction */
 tj_status tjcu_mse_loss_backward(const tjc_call *c) {
+    int64_t sizes[TJ_MAX_DIMS];
+    int nd;
+    if (tjc_inputs_broadcast(c, 1, 2, sizes, &nd)) /* target broadcasts to self */
+        return tjc_kernel_with_inputs_expanded(c, 2, 1, sizes, nd, tjcu_mse_loss_backward);
     const tj_tensor *x = c->in[1], *t = c->in[2];
     int64_t n = tjc_numel(x->sizes, x->ndim);
     grad_arg g = grad_of(c->in[0], tjc_nn_reduction(c, 0), (double)n);

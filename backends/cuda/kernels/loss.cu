@@ -19,9 +19,16 @@
  * op_loss.c launches with the same. */
 #define LOSS_THREADS 256
 
+/* element i of a tensor of dtype dt (tj_dtype: f32, f64, i64, bool) as double;
+ * mse_loss takes integer and bool operands whose promotion is a float */
 __device__ __forceinline__ double ld_f(const TensorArg &t, int dt, long long i) {
     long long o = tjcu_offset(t, i);
-    return dt == 0 ? (double)((const float *)t.data)[o] : ((const double *)t.data)[o];
+    switch (dt) {
+    case 0: return (double)((const float *)t.data)[o];
+    case 1: return ((const double *)t.data)[o];
+    case 2: return (double)((const long long *)t.data)[o];
+    default: return ((const unsigned char *)t.data)[o] ? 1.0 : 0.0;
+    }
 }
 
 __device__ __forceinline__ void st_f(void *p, int dt, long long i, double v) {
