@@ -13,7 +13,8 @@
  *    max.dim/min.dim give it all to the element at the returned index.
  *  - prod is exact at zeros to first order for any number of them: the
  *    gradient of element i is y / x_i away from zeros, the product of the
- *    other elements at the only zero, and 0 where there are two or more.
+ *    other elements at the only zero, and 0 everywhere where there are two
+ *    or more (as PyTorch's, even where the others hold an infinity).
  *    Because y / x_i keeps y (which depends on the zero) in the graph, the
  *    second derivative is exact too where at most one element is zero; with
  *    two or more zeros it misses the terms through the other zeros.
@@ -136,9 +137,14 @@ static tj_status d_prod(tjg_ctx *c) {
     tj_attr pa[2] = {r.dims, {.b = true}};
     tjg_val p_nonzero = tjg_op(c, TJ_OP_prod, &x1, 1, pa);
     tj_attr one = {.scalar = tj_scalar_float(1.0)};
-    tjg_val lone = tjg_op(c, TJ_OP_eq_scalar, (tjg_val[]){sum_keep(c, &r, zero)}, 1, &one);
-    tjg_val at_zero = where(c, lone, p_nonzero, tjg_zeros_like(c, p_nonzero));
-    c->grad_in[0] = tjg_mul(c, g, where(c, zero, at_zero, others));
+    tjg_val n_zero = sum_keep(c, &r, zero);
+    tjg_val lone = tjg_op(c, TJ_OP_eq_scalar, &n_zero, 1, &one);
+    tjg_val many = tjg_op(c, TJ_OP_gt_scalar, &n_zero, 1, &one);
+    tjg_val none = tjg_zeros_like(c, p_nonzero);
+    tjg_val at_zero = where(c, lone, p_nonzero, none);
+    /* two zeros or more: 0 everywhere, even where y / x_i is 0 * inf */
+    tjg_val away = where(c, many, tjg_zeros_like(c, others), others);
+    c->grad_in[0] = tjg_mul(c, g, where(c, zero, at_zero, away));
     return TJ_OK;
 }
 
