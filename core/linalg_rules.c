@@ -252,7 +252,8 @@ tj_status tjc_conv_geometry(const tjc_call *c, tjc_conv_geom *g, int64_t *out_si
     {
         const tj_tensor *ts[3] = {c->in[0], c->in[1], c->n_in > 2 ? c->in[2] : NULL};
         int pos[3] = {0, 1, 2};
-        if ((st = check_dtypes(c, ts, pos, c->n_in, false))) return st;
+        /* i64 convolves, as PyTorch's CPU kernels do (the CUDA ones refuse it) */
+        if ((st = check_dtypes(c, ts, pos, c->n_in, true))) return st;
     }
     pair(&c->attr[at.stride], spatial, 1, &g->sh, &g->sw);
     pair(&c->attr[at.padding], spatial, 0, &g->ph, &g->pw);

@@ -16,8 +16,10 @@ static tj_generator *gen;
 static const char *const family[] = {"aten::conv1d", "aten::conv2d", "aten::conv_transpose2d.input",
                                      "tjit::conv2d_backward_input", "tjit::conv2d_backward_weight"};
 
-static const tj_dtype dtypes[] = {TJ_F32, TJ_F64};
-static double tol(tj_dtype d) { return d == TJ_F32 ? 2e-4 : 1e-11; }
+/* i64 convolves too (exactly: the random values are small integers) */
+static const tj_dtype dtypes[] = {TJ_F32, TJ_F64, TJ_I64};
+enum { N_DTYPES = sizeof dtypes / sizeof dtypes[0] };
+static double tol(tj_dtype d) { return d == TJ_F32 ? 2e-4 : d == TJ_F64 ? 1e-11 : 0; }
 
 /* A convolution: input [n, c, h, w], weight [o, c / g, kh, kw]. */
 typedef struct cspec {
@@ -157,7 +159,7 @@ static void run_conv(const cspec *s, tj_dtype dt, int xl, int wl, bool bias, boo
 static void test_conv2d_and_backward(void **state) {
     (void)state;
     for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++)
-        for (size_t d = 0; d < 2; d++)
+        for (size_t d = 0; d < N_DTYPES; d++)
             for (int xl = 0; xl < 3; xl++)
                 for (int wl = 0; wl < 4; wl++) {
                     const cspec *s = &conv_cases[k];
@@ -179,7 +181,7 @@ static void test_conv1d(void **state) {
         {1, 2, 1, 5, 2, 1, 5, 1, 3, 0, 1, 1, 1, 1},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        for (size_t d = 0; d < 2; d++)
+        for (size_t d = 0; d < N_DTYPES; d++)
             for (int xl = 0; xl < 2; xl++) {
                 run_conv(&cases[k], dtypes[d], xl, xl ? 3 : 0, k % 2 == 0, true, false);
                 if (cases[k].n == 1) run_conv(&cases[k], dtypes[d], xl, 0, true, true, true);
@@ -228,7 +230,7 @@ static void test_conv_transpose2d(void **state) {
         {4, 16, 8, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, /* images over threads */
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        for (size_t d = 0; d < 2; d++)
+        for (size_t d = 0; d < N_DTYPES; d++)
             for (int l = 0; l < 3; l++) {
                 const tspec *s = &cases[k];
                 tj_dtype dt = dtypes[d];
@@ -377,8 +379,11 @@ static void test_errors(void **state) {
                 "aten::conv1d: kernel size 5 (dilated 5) is larger than the padded input length 4");
     expect_null(tj_conv2d(x, wd, NULL, one, 2, zero, 2, one, 2, 1),
                 "aten::conv2d: expected 'input' and 'weight' to have the same dtype; got f32 and f64");
-    expect_null(tj_conv2d(xi, wi, NULL, one, 2, zero, 2, one, 2, 1),
-                "aten::conv2d: supports f32 and f64; got i64");
+    tj_tensor *bool_x = zeros4(TJ_BOOL, 4, 1, 4, 5, 5), *bool_w = zeros4(TJ_BOOL, 4, 4, 4, 3, 3);
+    expect_null(tj_conv2d(bool_x, bool_w, NULL, one, 2, zero, 2, one, 2, 1),
+                "aten::conv2d: supports f32, f64 and i64; got bool");
+    tj_release(bool_x);
+    tj_release(bool_w);
     expect_null(tj_conv2d(x, w4, b3, one, 2, zero, 2, one, 2, 1),
                 "aten::conv2d: bias must be 1-D with 4 values (the output channels); got sizes [3]");
     expect_null(tj_conv2d(x2d, w4, NULL, one, 2, zero, 2, one, 2, 1),

@@ -241,15 +241,25 @@ static void test_refusals(void **state) {
     tj_tensor *channels[3] = {rnd(xs, 4, TJ_F32), rnd(odd, 4, TJ_F32), NULL};
     tj_tensor *bools[3] = {tj_ones(xs, 4, TJ_BOOL), tj_ones(ws, 4, TJ_BOOL), NULL};
     tt_context("conv2d refusals");
-    tt_cuda_check_refused("aten::conv2d", ints, 3, fa, 4);
+    { /* i64 convolves on the CPU (as PyTorch's); CUDA refuses it, as PyTorch's does */
+        tj_tensor *on_cpu = NULL, *dev[2] = {tt_cuda_copy_like(ints[0]), tt_cuda_copy_like(ints[1])};
+        int op = tj_op_id(tj_op_find("aten::conv2d"));
+        assert_int_equal(tj_invoke(op, ints, 3, fa, 4, &on_cpu, 1), 1);
+        tj_tensor *on_dev = NULL, *din[3] = {dev[0], dev[1], NULL};
+        assert_int_equal(tj_invoke(op, din, 3, fa, 4, &on_dev, 1), -1);
+        tt_assert_error("aten::conv2d: on CUDA supports f32 and f64; got i64");
+        tj_clear_error();
+        tj_release(dev[0]);
+        tj_release(dev[1]);
+    }
     tt_cuda_check_refused("aten::conv2d", mixed, 3, fa, 4);
     tt_cuda_check_refused("aten::conv2d", too_big, 3, fa, 4);
     tt_cuda_check_refused("aten::conv2d", channels, 3, fa, 4);
     tt_cuda_check_refused("aten::conv2d", bools, 3, fa, 4);
     int64_t gys[4] = {1, 3, 3, 3};
     tj_attr ba[5] = {{.ints = {ws, 4}}, fa[0], fa[1], fa[2], fa[3]};
-    tj_tensor *wi[2] = {tt_random(gen, gys, 4, TJ_I64, -3, 3), ints[0]};
-    tt_cuda_check_refused("tjit::conv2d_backward_weight", wi, 2, ba, 5);
+    tj_tensor *wb[2] = {tj_ones(gys, 4, TJ_BOOL), bools[0]};
+    tt_cuda_check_refused("tjit::conv2d_backward_weight", wb, 2, ba, 5);
     tt_context(NULL);
 }
 

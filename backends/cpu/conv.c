@@ -157,6 +157,7 @@ static void im2col(const char *x, const act4 *v, const tjc_conv_geom *g, int64_t
     }
 COL2IM(float, f32)
 COL2IM(double, f64)
+COL2IM(uint64_t, i64) /* i64 sums wrap, as PyTorch's: unsigned adds, no overflow */
 
 /* rows[r, 0..len) = v[r] for r < n (v strided by vs), or += when add. */
 #define ROW_FILL(T, sfx)                                                                       \
@@ -172,14 +173,17 @@ COL2IM(double, f64)
     }
 ROW_FILL(float, f32)
 ROW_FILL(double, f64)
+ROW_FILL(uint64_t, i64)
 
 static void row_fill(tj_dtype dt, char *rows, int64_t n, int64_t len, const tj_tensor *v,
                      int64_t first, bool add) {
     const char *vp = tjc_data_ptr(v) + (size_t)(first * v->strides[0]) * tj_dtype_size(dt);
     if (dt == TJ_F32)
         row_fill_f32((float *)rows, n, len, (const float *)vp, v->strides[0], add);
-    else
+    else if (dt == TJ_F64)
         row_fill_f64((double *)rows, n, len, (const double *)vp, v->strides[0], add);
+    else
+        row_fill_i64((uint64_t *)rows, n, len, (const uint64_t *)vp, v->strides[0], add);
 }
 
 /* Threads for `units` independent products totalling `work` multiply-adds:
@@ -330,7 +334,8 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
             tjcpu_mat bband = {(const char *)bm.p + (size_t)(oh0 * g.wo * gstep) * es, bm.rs, bm.cs};
             s = tjcpu_gemm(dt, ckk, pc, cog, 1.0, am, bband, 0.0, col, pc);
             if (dt == TJ_F32) col2im_f32((const float *)col, (float *)dxp, &g, cg, oh0, oh1, inner);
-            else col2im_f64((const double *)col, (double *)dxp, &g, cg, oh0, oh1, inner);
+            else if (dt == TJ_F64) col2im_f64((const double *)col, (double *)dxp, &g, cg, oh0, oh1, inner);
+            else col2im_i64((const uint64_t *)col, (uint64_t *)dxp, &g, cg, oh0, oh1, inner);
         }
         if (bias) row_fill(dt, dxp, cg, HW, bias, gi * cg, true);
         if (s) {
@@ -351,6 +356,7 @@ tj_status tjcpu_conv_backward_input(const tjc_call *c) {
     }
 ACCUMULATE(float, f32)
 ACCUMULATE(double, f64)
+ACCUMULATE(uint64_t, i64)
 
 tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
     tjc_conv_geom g;
@@ -417,7 +423,8 @@ tj_status tjcpu_conv_backward_weight(const tjc_call *c) {
     if (threads > 1) {
         tjcpu_blas_threads(0);
         if (dt == TJ_F32) accumulate_f32((float *)dwd, (const float *)parts, threads, wlen);
-        else accumulate_f64((double *)dwd, (const double *)parts, threads, wlen);
+        else if (dt == TJ_F64) accumulate_f64((double *)dwd, (const double *)parts, threads, wlen);
+        else accumulate_i64((uint64_t *)dwd, (const uint64_t *)parts, threads, wlen);
     }
     tjc_free(scratch);
     tj_release(gown);

@@ -75,6 +75,14 @@ static tjcu_conv_args args_of(const tjc_conv_geom *g) {
 }
 
 /* kernels/conv.cu's <base>_f32 or _f64 over total elements. */
+/* PyTorch's CUDA convolutions take floats only (cuDNN and the GEMMs); the
+ * CPU's i64 convolution has no CUDA counterpart, here as there. */
+static tj_status float_only(const tjc_call *c) {
+    if (tj_dtype_is_float(c->in[0]->dtype)) return TJ_OK;
+    return tjc_error(TJ_ERR_DTYPE, "%s: on CUDA supports f32 and f64; got %s (integer "
+                     "convolutions run on the CPU)", c->op->name, tj_dtype_name(c->in[0]->dtype));
+}
+
 static tj_status conv_launch(const tjc_call *c, tj_dtype dt, const char *base, tjcu_conv_args *a,
                              int64_t total) {
     if (total <= 0) return TJ_OK;
@@ -201,6 +209,7 @@ static tj_status forward_own(const tjc_call *c, const tjc_conv_geom *g, bool bia
 tj_status tjcu_conv_forward(const tjc_call *c) {
     tjc_conv_geom g;
     tj_status st = tjc_conv_geometry(c, &g, NULL, NULL);
+    if (!st) st = float_only(c);
     if (st) return st;
     if (tjc_numel(c->out[0]->sizes, c->out[0]->ndim) == 0) return TJ_OK;
     tj_tensor *bias = c->in[2];
@@ -294,6 +303,7 @@ static tj_status backward_input_own(const tjc_call *c, const tjc_conv_geom *g, b
 tj_status tjcu_conv_backward_input(const tjc_call *c) {
     tjc_conv_geom g;
     tj_status st = tjc_conv_geometry(c, &g, NULL, NULL);
+    if (!st) st = float_only(c);
     if (st) return st;
     tj_tensor *bias = c->n_in > 2 ? c->in[2] : NULL, *dx = c->out[0];
     if (tjc_numel(dx->sizes, dx->ndim) == 0) return TJ_OK;
@@ -360,6 +370,7 @@ static tj_status backward_weight_own(const tjc_call *c, const tjc_conv_geom *g) 
 tj_status tjcu_conv_backward_weight(const tjc_call *c) {
     tjc_conv_geom g;
     tj_status st = tjc_conv_geometry(c, &g, NULL, NULL);
+    if (!st) st = float_only(c);
     if (st) return st;
     tj_tensor *dw = c->out[0];
     if (g.n == 0) /* a sum over no images */
