@@ -26,9 +26,12 @@ static tj_status check_act(const tjc_call *c, int pos, tjc_pool_geom *g) {
     if (t->ndim != 3 && t->ndim != 4)
         return tjc_error(TJ_ERR_SHAPE, "%s: '%s' must be 3-D [C, H, W] or 4-D [N, C, H, W]; got "
                          "sizes %s", c->op->name, tjc_input_name(c->op, pos), SZ(b, t));
-    if (t->dtype != TJ_F32 && t->dtype != TJ_F64)
-        return tjc_error(TJ_ERR_DTYPE, "%s: supports f32 and f64; got %s for '%s'", c->op->name,
-                         tj_dtype_name(t->dtype), tjc_input_name(c->op, pos));
+    /* average pooling takes i64 too (integer division), as PyTorch's CPU kernels */
+    bool ints = c->op->id == TJ_OP_avg_pool2d || c->op->id == TJ_OP_avg_pool2d_backward;
+    if (t->dtype != TJ_F32 && t->dtype != TJ_F64 && !(ints && t->dtype == TJ_I64))
+        return tjc_error(TJ_ERR_DTYPE, "%s: supports %s; got %s for '%s'", c->op->name,
+                         ints ? "f32, f64 and i64" : "f32 and f64", tj_dtype_name(t->dtype),
+                         tjc_input_name(c->op, pos));
     int b0 = t->ndim == 4;
     g->batched = b0;
     g->n = b0 ? t->sizes[0] : 1;

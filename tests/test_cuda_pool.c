@@ -192,7 +192,15 @@ static void refusals_and_bad_indices(void **state) {
     avg_attrs(&wins[0], true, av);
     tj_tensor *ii[] = {xi}, *one[] = {rnd(small, 4, TJ_F32, 0, 1)}, *xx[] = {x};
     check("aten::max_pool2d", ii, 1, a, 5);
-    check("aten::avg_pool2d", ii, 1, av, 5);
+    { /* i64 averages on the CPU (as PyTorch's); CUDA refuses it, as PyTorch's does */
+        tj_tensor *on_cpu = NULL, *on_dev = NULL, *dev = tt_cuda_copy_like(xi);
+        int op = tj_op_id(tj_op_find("aten::avg_pool2d"));
+        assert_int_equal(tj_invoke(op, ii, 1, av, 5, &on_cpu, 1), 1);
+        assert_int_equal(tj_invoke(op, &dev, 1, av, 5, &on_dev, 1), -1);
+        tt_assert_error("aten::avg_pool2d: on CUDA supports f32 and f64; got i64");
+        tj_clear_error();
+        tj_release(dev);
+    }
     check("aten::max_pool2d", one, 1, a, 5);
     check("aten::max_pool2d", xx, 1, big_pad, 5);
     int64_t zero[2] = {0, 2};

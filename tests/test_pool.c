@@ -210,6 +210,43 @@ static void run_window_case(const pspec *s, tj_dtype dt, int layout, bool unbatc
     tj_release(gy);
 }
 
+/* i64 average pooling divides toward zero, as PyTorch's: sums and their
+ * divisors in double (exact for these small integers), then truncated. */
+static void test_avg_pool_i64(void **state) {
+    (void)state;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const pspec *s = &cases[c];
+        if (s->dh != 1 || s->dw != 1) continue;
+        int64_t oh, ow;
+        dims(s, &oh, &ow);
+        int64_t xs[4] = {s->n, s->c, s->h, s->w}, ys[4] = {s->n, s->c, oh, ow};
+        int64_t k[2] = {s->kh, s->kw}, st[2] = {s->sh, s->sw}, pd[2] = {s->ph, s->pw};
+        int n_st = s->sh ? 2 : 0;
+        tj_tensor *x = tt_random(gen, xs, 4, TJ_I64, -9, 9), *gy = tt_random(gen, ys, 4, TJ_I64, -9, 9);
+        tt_ref rx = tt_ref_of(x), rgy = tt_ref_of(gy), y = tt_ref_new(ys, 4), gx = tt_ref_new(xs, 4);
+        double *divs = calloc((size_t)y.numel + 1, sizeof(double));
+        for (int inc = 0; inc < 2; inc++) {
+            memset(y.v, 0, sizeof(double) * (size_t)y.numel);
+            memset(gx.v, 0, sizeof(double) * (size_t)gx.numel);
+            FOR_AVG_CELLS(s, inc, (y.v[yi] += rx.v[xi], divs[yi] = div));
+            for (int64_t i = 0; i < y.numel; i++) y.v[i] = divs[i] ? trunc(y.v[i] / divs[i]) : 0;
+            FOR_AVG_CELLS(s, inc, gx.v[xi] += trunc(rgy.v[yi] / div));
+            tj_tensor *a = tj_avg_pool2d(x, k, 2, st, n_st, pd, 2, s->ceil, inc);
+            assert_int_equal(tj_tensor_dtype(a), TJ_I64);
+            tt_assert_close_ref(a, &y, 0, 0);
+            tj_tensor *ga = tj_avg_pool2d_backward(gy, x, k, 2, st, n_st, pd, 2, s->ceil, inc);
+            tt_assert_close_ref(ga, &gx, 0, 0);
+            tj_release(a);
+            tj_release(ga);
+        }
+        free(divs);
+        tt_ref *refs[] = {&rx, &rgy, &y, &gx};
+        for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) tt_ref_free(refs[i]);
+        tj_release(x);
+        tj_release(gy);
+    }
+}
+
 static void test_max_and_avg(void **state) {
     (void)state;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -359,8 +396,8 @@ static void test_errors(void **state) {
                 "aten::max_pool2d: stride takes 2 values, one for both, or none for kernel_size; got 3");
     expect_null(tj_avg_pool2d(x, k0, 2, NULL, 0, p0, 2, false, true),
                 "aten::avg_pool2d: kernel_size must be positive; got [0, 3]");
-    expect_null(tj_avg_pool2d(xi, k3, 2, NULL, 0, p0, 2, false, true),
-                "aten::avg_pool2d: supports f32 and f64; got i64 for 'self'");
+    expect_null(tj_max_pool2d(xi, k3, 2, NULL, 0, p0, 2, one, 2, false),
+                "aten::max_pool2d: supports f32 and f64; got i64 for 'self'");
     expect_null(tj_max_pool2d(x2d, k3, 2, NULL, 0, p0, 2, one, 2, false),
                 "aten::max_pool2d: 'self' must be 3-D [C, H, W] or 4-D [N, C, H, W]; got sizes [5, 5]");
     expect_null(tj_avg_pool2d_backward(gbad, x, k3, 2, one, 2, p0, 2, false, true),
@@ -411,6 +448,7 @@ static int teardown(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_max_and_avg),
+        cmocka_unit_test(test_avg_pool_i64),
         cmocka_unit_test(test_adaptive),
         cmocka_unit_test(test_backward_finite_differences),
         cmocka_unit_test(test_max_nan),

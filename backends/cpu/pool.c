@@ -21,6 +21,41 @@
 #undef T
 #undef SFX
 
+/* i64 average pooling, as PyTorch's CPU kernels compute it: a window's sum
+ * (wrapping) divided by its divisor toward zero; the backward adds each
+ * gradient so divided to its window. The window is the float loops'. */
+static void avg_pool_i64(const tjc_pool_geom *g, const char *x, const int64_t *xs, int64_t *out,
+                         int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t *xp = (const int64_t *)x + (p / g->c) * xs[0] + (p % g->c) * xs[1];
+        int64_t *o = out + p * g->oh * g->ow;
+        for (int64_t oh = 0; oh < g->oh; oh++)
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t hs, he, ws, we, div = avg_window_f64(g, oh, ow, &hs, &he, &ws, &we);
+                uint64_t sum = 0;
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) sum += (uint64_t)xp[y * xs[2] + xx * xs[3]];
+                o[oh * g->ow + ow] = hs >= he || ws >= we ? 0 : (int64_t)sum / div;
+            }
+    }
+}
+
+static void avg_pool_backward_i64(const tjc_pool_geom *g, const char *go, const int64_t *gs,
+                                  int64_t *gi, int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; p++) {
+        const int64_t *gop = (const int64_t *)go + (p / g->c) * gs[0] + (p % g->c) * gs[1];
+        uint64_t *plane = (uint64_t *)gi + p * g->h * g->w;
+        for (int64_t oh = 0; oh < g->oh; oh++)
+            for (int64_t ow = 0; ow < g->ow; ow++) {
+                int64_t hs, he, ws, we, div = avg_window_f64(g, oh, ow, &hs, &he, &ws, &we);
+                if (hs >= he || ws >= we) continue;
+                uint64_t v = (uint64_t)(gop[oh * gs[2] + ow * gs[3]] / div);
+                for (int64_t y = hs; y < he; y++)
+                    for (int64_t xx = ws; xx < we; xx++) plane[y * g->w + xx] += v;
+            }
+    }
+}
+
 /* [n, c, h, w] element strides of a 3-D or 4-D tensor (n's is 0 when unbatched). */
 static void strides4(const tj_tensor *t, int64_t *s) {
     int b = t->ndim == 4;
@@ -123,8 +158,10 @@ tj_status tjcpu_avg_pool2d(const tjc_call *c) {
     int threads = plane_threads(&g, g.kh * g.kw);
     if (c->in[0]->dtype == TJ_F32)
         OVER_PLANES(&g, avg_pool_f32(&g, x, xs, (float *)out, p0, p1));
-    else
+    else if (c->in[0]->dtype == TJ_F64)
         OVER_PLANES(&g, avg_pool_f64(&g, x, xs, (double *)out, p0, p1));
+    else
+        OVER_PLANES(&g, avg_pool_i64(&g, x, xs, (int64_t *)out, p0, p1));
     return TJ_OK;
 }
 
@@ -141,8 +178,10 @@ tj_status tjcpu_avg_pool2d_backward(const tjc_call *c) {
     int threads = plane_threads(&g, g.kh * g.kw);
     if (gi->dtype == TJ_F32)
         OVER_PLANES(&g, avg_pool_backward_f32(&g, go, gs, (float *)gid, p0, p1));
-    else
+    else if (gi->dtype == TJ_F64)
         OVER_PLANES(&g, avg_pool_backward_f64(&g, go, gs, (double *)gid, p0, p1));
+    else
+        OVER_PLANES(&g, avg_pool_backward_i64(&g, go, gs, (int64_t *)gid, p0, p1));
     return TJ_OK;
 }
 

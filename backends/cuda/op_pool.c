@@ -101,6 +101,10 @@ static tj_status averaging(const tjc_call *c, const char *kernel, bool backward)
     tjc_pool_geom g;
     tj_status st = tjc_pool_geometry(c, &g);
     if (st) return st;
+    if (!tj_dtype_is_float(c->out[0]->dtype)) /* PyTorch's CUDA pools take floats only */
+        return tjc_error(TJ_ERR_DTYPE, "%s: on CUDA supports f32 and f64; got %s (integer "
+                         "average pooling runs on the CPU)", c->op->name,
+                         tj_dtype_name(c->out[0]->dtype));
     pool_geom_arg ga = geom_arg(&g);
     strides4 xs = strides_of(c->in[0]);
     void *x = tjc_data_ptr(c->in[0]), *out = tjc_data_ptr(c->out[0]);
