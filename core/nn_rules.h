@@ -28,4 +28,9 @@ int tjc_nn_reduction(const tjc_call *c, int k);
 
 enum { TJC_RED_NONE = 0, TJC_RED_MEAN = 1, TJC_RED_SUM = 2 };
 
+/* cross_entropy_loss of c (self, target, weight; reduction, ignore_index,
+ * label_smoothing) composed of ops on the inputs' device
+ * (core/loss_composite.c); a new tensor, or NULL with an error set. */
+tj_tensor *tjc_cross_entropy(const tjc_call *c);
+
 #endif

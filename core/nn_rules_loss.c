@@ -144,9 +144,10 @@ tj_status tjc_infer_nll_loss_backward(const tjc_call *c, int *n_out) {
 tj_status tjc_infer_cross_entropy_loss(const tjc_call *c, int *n_out) {
     tj_status st = check_nll(c, 0);
     if (st) return st;
-    if (c->attr[2].f != 0)
-        return tjc_error(TJ_ERR_UNSUPPORTED, "%s: label_smoothing %g is not supported (only 0)",
-                         c->op->name, c->attr[2].f);
+    double e = c->attr[2].f; /* PyTorch checks only the upper bound; below 0 is no smoothing */
+    if (!(e <= 1))
+        return tjc_error(TJ_ERR_ARG, "%s: label_smoothing must be between 0.0 and 1.0; got %g",
+                         c->op->name, e);
     *n_out = 1;
     loss_meta(c, tjc_nn_reduction(c, 0), c->in[0]->dtype, c->in[1]);
     return TJ_OK;

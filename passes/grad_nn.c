@@ -75,17 +75,49 @@ static tj_status d_nll_loss_backward(tjg_ctx *c) {
     SET(0, tjg_op(c, TJ_OP_nll_loss, (tjg_val[]){G, IN(2), IN(3)}, 3, attrs));
     return TJ_OK;
 }
-/* cross_entropy_loss = nll_loss(log_softmax(x, class dim)) */
+/* The summed weights of the targets not ignored (their count without weights):
+ * the mean's denominator, as core/loss_composite.c computes it. */
+static tjg_val kept_total(tjg_ctx *c, tjg_val t, tjg_val keep, tjg_val w) {
+    if (!w) return tjg_nn_sum_all(c, keep);
+    tj_type tt = tjg_type(c, t);
+    int64_t n = 1;
+    for (int d = 0; d < tt.ndim; d++) n *= tt.sizes[d];
+    tjg_val idx = tjg_nn_reshape(c, tjg_mul(c, t, keep), &n, 1); /* an ignored one reads class 0 */
+    tj_attr d0 = {.i = 0};
+    tjg_val wt = tjg_op(c, TJ_OP_index_select, (tjg_val[]){w, idx}, 2, &d0);
+    return tjg_nn_sum_all(c, tjg_mul(c, wt, tjg_nn_reshape(c, keep, &n, 1)));
+}
+
+/* cross_entropy_loss = nll_loss(log_softmax(x, class dim)), and with
+ * label_smoothing e over C classes (1 - e) of that plus e / C of the
+ * smoothing term (core/loss_composite.c), whose gradient with respect to the
+ * log-probabilities is -w_c p where target != ignore_index (0 elsewhere),
+ * p = g (none, sum) or g / total (mean). */
 static tj_status d_cross_entropy_loss(tjg_ctx *c) {
-    if (tjg_attr(c, "label_smoothing")->f != 0.0)
-        return c->status = tjc_error(TJ_ERR_UNSUPPORTED, "aten::cross_entropy_loss: no derivative "
-                                     "with label_smoothing");
-    tjg_val x = IN(0);
-    int64_t dim = tjg_type(c, x).ndim >= 2 ? 1 : 0;
+    tjg_val x = IN(0), t = IN(1), w = IN(2);
+    tj_type tx = tjg_type(c, x);
+    int64_t dim = tx.ndim >= 2 ? 1 : 0;
+    double e = tjg_attr(c, "label_smoothing")->f;
     tj_attr d = {.i = dim};
     tjg_val lsm = tjg_op(c, TJ_OP_log_softmax, &x, 1, &d);
     tj_attr attrs[2] = {*tjg_attr(c, "reduction"), *tjg_attr(c, "ignore_index")};
-    tjg_val gl = tjg_op(c, TJ_OP_nll_loss_backward, (tjg_val[]){G, lsm, IN(1), IN(2)}, 4, attrs);
+    tjg_val gl = tjg_op(c, TJ_OP_nll_loss_backward, (tjg_val[]){G, lsm, t, w}, 4, attrs);
+    if (e > 0 && !c->status) {
+        tj_attr ignore = {.scalar = tj_scalar_int(attrs[1].i)};
+        tjg_val keep = tjg_op(c, TJ_OP_ne_scalar, &t, 1, &ignore);
+        tjg_val p = G;
+        if (!strcmp(attrs[0].s, "mean")) p = tjg_div(c, G, kept_total(c, t, keep, w));
+        /* where, not a product: an ignored position's 0 holds even against p = g / 0 */
+        tjg_val kept = tjg_op(c, TJ_OP_where, (tjg_val[]){keep, p, tjg_zeros_like(c, p)}, 3, NULL);
+        tjg_val k = tjg_op(c, TJ_OP_unsqueeze, &kept, 1, &d);
+        if (w) {
+            int64_t shape[TJ_MAX_DIMS];
+            for (int i = 0; i < tx.ndim; i++) shape[i] = i == dim ? tx.sizes[dim] : 1;
+            k = tjg_mul(c, k, tjg_nn_reshape(c, w, shape, tx.ndim));
+        }
+        k = tjg_nn_expand(c, k, tx.sizes, tx.ndim);
+        gl = tjg_add(c, tjg_scale(c, gl, 1 - e), tjg_scale(c, k, -e / (double)tx.sizes[dim]));
+    }
     SET(0, backward_data(c, TJ_OP_log_softmax_backward_data, gl, lsm, dim, x));
     return TJ_OK;
 }

@@ -248,7 +248,10 @@ static const char *grad_differs(const tj_op_info *op, tj_tensor **in, int n_in, 
         snprintf(why, n, "tjit cannot differentiate it: %s", tj_last_error());
         res = why;
     }
-    for (int k = 0; !res && k < n_out; k++) seed_t[k] = seed_none[k] ? NULL : make_tensor(&seeds[k]);
+    /* an output PyTorch does not differentiate gets a zero seed (NULL would mean ones) */
+    for (int k = 0; !res && k < n_out; k++)
+        seed_t[k] = seed_none[k] ? tj_zeros(tj_sizes(outs[k]), tj_ndim(outs[k]), tj_tensor_dtype(outs[k]))
+                                 : make_tensor(&seeds[k]);
     if (!res && tj_backward(p, seed_t, grads) != TJ_OK) {
         snprintf(why, n, "tjit's backward fails: %s", tj_last_error());
         res = why;

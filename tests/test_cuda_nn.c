@@ -148,8 +148,10 @@ static void nll_case(tj_tensor *x, tj_tensor *t, tj_tensor *w, int64_t ignore) {
         check("aten::nll_loss", in, 3, a, 2, dt);
         tj_tensor *g = grad_for(reductions[r], tj_sizes(t), tj_ndim(t), dt), *bin[] = {g, x, t, w};
         check("aten::nll_loss_backward", bin, 4, a, 2, dt);
-        tj_attr ce[] = {{.s = reductions[r]}, {.i = ignore}, {.f = 0.0}};
-        if (have_log_softmax()) check("aten::cross_entropy_loss", in, 3, ce, 3, dt);
+        for (int e = 0; e < 2 && have_log_softmax(); e++) { /* without and with label smoothing */
+            tj_attr ce[] = {{.s = reductions[r]}, {.i = ignore}, {.f = e ? 0.2 : 0.0}};
+            check("aten::cross_entropy_loss", in, 3, ce, 3, dt);
+        }
     }
 }
 

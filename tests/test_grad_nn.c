@@ -248,6 +248,7 @@ static void mk_cross_entropy(gcase *k, tj_generator *g, int v) {
     mk_nll(k, g, v, TJ_OP_cross_entropy_loss);
     tj_release(k->in[0]); /* logits, not log-probabilities */
     k->in[0] = v & 16 ? R(g, -2, 2, 2, 4, 2) : R(g, -2, 2, 3, 4);
+    if (v & 32) SET_F(k, "label_smoothing", 0.2);
 }
 
 static void mk_mse(gcase *k, tj_generator *g, int v, int op) {
@@ -420,6 +421,11 @@ static const case_row cases[] = {
     ROW("cross_entropy_loss mean, weights, ignore_index",
         cross_entropy_loss, mk_cross_entropy, 1 | 4 | 8),
     ROW("cross_entropy_loss sum, [N, C, d]", cross_entropy_loss, mk_cross_entropy, 2 | 16),
+    ROW("cross_entropy_loss none, label_smoothing", cross_entropy_loss, mk_cross_entropy, 0 | 32),
+    ROW("cross_entropy_loss mean, weights, ignore_index, label_smoothing",
+        cross_entropy_loss, mk_cross_entropy, 1 | 4 | 8 | 32),
+    ROW("cross_entropy_loss sum, [N, C, d], weights, label_smoothing",
+        cross_entropy_loss, mk_cross_entropy, 2 | 4 | 16 | 32),
     ROW("mse_loss none", mse_loss, mk_mse_loss, 0),
     ROW("mse_loss mean", mse_loss, mk_mse_loss, 1),
     ROW("mse_loss sum", mse_loss, mk_mse_loss, 2),

@@ -1,4 +1,4 @@
-/* test_loss.c — mse_loss, nll_loss, cross_entropy_loss and
+/* test_loss.c — mse_loss, nll_loss, cross_entropy_loss (with label smoothing) and
  * binary_cross_entropy_with_logits with every reduction against plain
  * double-precision references (shapes in the case tables), known values,
  * finite-difference checks of the backward ops, and error messages. */
@@ -92,6 +92,21 @@ static double *ref_nll_terms(const tt_ref *x, const int64_t *t, const double *w,
     return terms;
 }
 
+/* The label-smoothing terms of cross_entropy_loss per target: 0 where
+ * ignored, else -sum_c w_c x[n, c, s] (PyTorch's smooth_loss). */
+static double *ref_smooth_terms(const tt_ref *x, const int64_t *t, const double *w, int64_t ignore) {
+    int64_t N = x->ndim == 1 ? 1 : x->sizes[0], C = x->sizes[x->ndim == 1 ? 0 : 1];
+    int64_t S = x->numel / (N * C);
+    double *terms = malloc(sizeof(double) * (size_t)(N * S + 1));
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t s = 0; s < S; s++) {
+            double sum = 0;
+            for (int64_t c = 0; c < C; c++) sum -= (w ? w[c] : 1) * x->v[(n * C + c) * S + s];
+            terms[n * S + s] = t[n * S + s] == ignore ? 0 : sum;
+        }
+    return terms;
+}
+
 typedef struct nll_case {
     int nd;
     int64_t sizes[4];
@@ -136,6 +151,7 @@ static void nll_and_cross_entropy_match_reference(void **state) {
         tt_ref rx = tt_ref_of(x), rw = w ? tt_ref_of(w) : (tt_ref){0};
         double total;
         double *terms = ref_nll_terms(&rx, tv, w ? rw.v : NULL, cs->ignore, &total);
+        double *smooth_terms = ref_smooth_terms(&rx, tv, w ? rw.v : NULL, cs->ignore);
         for (int red = 0; red < 3; red++) {
             tt_ref want = reduce(terms, tj_numel(t), tj_sizes(t), tj_ndim(t), red, total);
             tt_assert_close_ref(OWN(tj_nll_loss(x, t, w, reductions[red], cs->ignore)), &want,
@@ -143,9 +159,19 @@ static void nll_and_cross_entropy_match_reference(void **state) {
             tt_assert_close_ref(OWN(tj_cross_entropy_loss(logits, t, w, reductions[red],
                                                           cs->ignore, 0.0)),
                                 &want, 1e-5, 1e-5);
+            /* label smoothing e: (1 - e) nll + e / C smooth, reduced alike */
+            const double e = 0.3;
+            tt_ref smooth = reduce(smooth_terms, tj_numel(t), tj_sizes(t), tj_ndim(t), red, total);
+            for (int64_t i = 0; i < want.numel; i++)
+                smooth.v[i] = (1 - e) * want.v[i] + e / (double)C * smooth.v[i];
+            tt_assert_close_ref(OWN(tj_cross_entropy_loss(logits, t, w, reductions[red],
+                                                          cs->ignore, e)),
+                                &smooth, 1e-5, 1e-5);
+            tt_ref_free(&smooth);
             tt_ref_free(&want);
         }
         free(terms);
+        free(smooth_terms);
         tt_ref_free(&rx);
         if (w) tt_ref_free(&rw);
     }
@@ -318,8 +344,8 @@ static void bad_arguments_are_clear_errors(void **state) {
                  "aten::nll_loss: argument 'weight' must have sizes [5] (one per class), got [4]");
     expect_error(tj_nll_loss(x, ok, NULL, "avg", -100), TJ_ERR_ARG,
                  "argument 'reduction' must be one of none|mean|sum; got 'avg'");
-    expect_error(tj_cross_entropy_loss(x, ok, NULL, "mean", -100, 0.1), TJ_ERR_UNSUPPORTED,
-                 "aten::cross_entropy_loss: label_smoothing 0.1 is not supported");
+    expect_error(tj_cross_entropy_loss(x, ok, NULL, "mean", -100, 1.5), TJ_ERR_ARG,
+                 "aten::cross_entropy_loss: label_smoothing must be between 0.0 and 1.0; got 1.5");
     expect_error(tj_mse_loss(x, OWN(tj_zeros(&three, 1, TJ_F32)), "mean"), TJ_ERR_SHAPE,
                  "aten::mse_loss: cannot broadcast sizes [4, 5] and [3]");
     expect_error(tj_mse_loss(OWN(tj_zeros(&three, 1, TJ_I64)), OWN(tj_zeros(&three, 1, TJ_BOOL)), "mean"),

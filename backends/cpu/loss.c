@@ -237,8 +237,9 @@ tj_status tjcpu_nll_loss_backward(const tjc_call *c) {
 /* ---- cross_entropy_loss ------------------------------------------------------------- */
 
 /* in: self, target, weight; attrs: reduction, ignore_index, label_smoothing.
- * log_softmax over the class dim, then nll_loss: calls of those ops, so the
- * composite computes exactly what its decomposition does. */
+ * log_softmax over the class dim, then nll_loss and the smoothing term:
+ * calls of those ops (core/loss_composite.c), so the composite computes
+ * exactly what its decomposition does. */
 tj_status tjcpu_cross_entropy_loss(const tjc_call *c) {
     tj_tensor *x = c->in[0];
     /* check targets first so that an error names this op, not nll_loss */
@@ -250,10 +251,9 @@ tj_status tjcpu_cross_entropy_loss(const tjc_call *c) {
                                  c->attr[1].i);
     tj_release(t);
     if (st) return st;
-    tj_tensor *logp = tj_log_softmax(x, x->ndim == 1 ? 0 : 1);
-    tj_tensor *loss = tj_nll_loss(logp, c->in[1], c->in[2], c->attr[0].s, c->attr[1].i);
+    tj_tensor *loss = tjc_cross_entropy(c);
     st = loss ? tjcpu_copy(c->out[0], loss) : tj_last_status();
-    tj_release(logp), tj_release(loss);
+    tj_release(loss);
     return st;
 }
 

@@ -235,10 +235,9 @@ tj_status tjcu_cross_entropy_loss(const tjc_call *c) {
     tj_status st = tjcu_nn_check_begin(c, c->in[1], C, true, ignore, &chk);
     if (!st) st = targets_checked(c, &chk, C, ignore);
     if (st) return st;
-    tj_tensor *logp = tj_log_softmax(x, x->ndim == 1 ? 0 : 1);
-    tj_tensor *loss = logp ? tj_nll_loss(logp, c->in[1], c->in[2], c->attr[0].s, ignore) : NULL;
+    tj_tensor *loss = tjc_cross_entropy(c); /* log_softmax, nll_loss, smoothing: CUDA kernels */
     st = loss ? tjcu_nn_copy(c, c->out[0], loss) : tj_last_status();
-    tj_release(logp), tj_release(loss);
+    tj_release(loss);
     return st;
 }
 

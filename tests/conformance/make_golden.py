@@ -253,8 +253,26 @@ recipe("aten::mse_loss", [X, X], vary=[{"reduction": "none"}, {"reduction": "sum
 recipe("aten::nll_loss", [X, ([2], "idx3"), None], vary=[{"reduction": "none"}, {"reduction": "sum"}],
        extra=[("4-D input", [([1, 3, 2, 2], "x"), ([1, 2, 2], [0, 1, 2, 1], torch.int64), None], {}),
               ("1-D input", [([3], "x"), ([], [2], torch.int64), None], {})])
+F64 = torch.float64
+CE_X = ([3, 4], [0.3, -1.2, 2.0, 0.7, -0.4, 1.1, 0.0, -2.3, 1.6, 0.2, -0.9, 0.5], F64)
+CE_W = ([4], [0.5, 1.0, 2.0, 1.5], F64)
 recipe("aten::cross_entropy_loss", [X, ([2], "idx3"), None],
-       vary=[{"reduction": "none"}, {"label_smoothing": 0.1}])
+       vary=[{"reduction": "none"}, {"label_smoothing": 0.1}],
+       extra=[("smoothing, weights, ignore_index, mean f64", [CE_X, ([3], [0, 1, 3], torch.int64), CE_W],
+               {"label_smoothing": 0.2, "ignore_index": 1}),
+              ("smoothing, weights, none f64", [CE_X, ([3], [2, 1, 3], torch.int64), CE_W],
+               {"label_smoothing": 0.3, "reduction": "none", "ignore_index": 1}),
+              ("smoothing, no weights, ignore_index, mean f64", [CE_X, ([3], [0, 1, 3], torch.int64), None],
+               {"label_smoothing": 0.25, "ignore_index": 3}),
+              ("smoothing, [N, C, d], sum f64",
+               [([2, 3, 2], [0.1, -0.5, 1.2, 0.4, -1.0, 0.8, 2.1, 0.0, -0.3, 0.9, 0.6, -1.4], F64),
+                ([2, 2], [0, 2, 1, 1], torch.int64), None], {"label_smoothing": 0.1, "reduction": "sum"}),
+              ("smoothing 1, 1-D input f64", [([4], [0.5, -0.5, 1.5, 0.0], F64), ([], [2], torch.int64), None],
+               {"label_smoothing": 1.0}),
+              ("smoothing, every target ignored f64", [CE_X, ([3], [1, 1, 1], torch.int64), CE_W],
+               {"label_smoothing": 0.2, "ignore_index": 1}),
+              ("smoothing 1.5", [CE_X, ([3], [0, 1, 3], torch.int64), None], {"label_smoothing": 1.5}),
+              ("smoothing -0.1", [CE_X, ([3], [0, 1, 3], torch.int64), None], {"label_smoothing": -0.1})])
 recipe("aten::binary_cross_entropy_with_logits", [X, ([2, 3], "prob"), None, None],
        vary=[{"reduction": "none"}, {"reduction": "sum"}])
 recipe("aten::embedding", [([4, 3], "x"), ([2, 2], "idx4")], vary=[{"padding_idx": 1}])
@@ -367,21 +385,26 @@ def torch_call(op, tensors, attrs):
     return fn(*pos, **kw)
 
 
-def grad_case(op, tensors, attrs, result, rng):
+def grad_case(op, tensors, attrs, result, rng, n_asked=None):
     """torch.autograd's gradients of sum(out_k * seed_k) for the f64 inputs,
     or None when the op is not differentiable there. In-place ops are left to
-    their out-of-place forms."""
+    their out-of-place forms. Where PyTorch has no derivative for some input
+    (nll_loss's weight, batch_norm's running stats, written in place), the
+    last f64 inputs are left out one by one until it has; theirs are none."""
     if op["name"].endswith("_") or "_." in op["name"] or not result:
         return None
-    ins, flat = [], []
+    ins, flat, all_f64 = [], [], []
     for t in tensors:
         if isinstance(t, torch.Tensor) and t.dtype == torch.float64:
-            u = t.clone().requires_grad_(True)
-            flat.append(u)
+            u = t.clone().requires_grad_(n_asked is None or len(all_f64) < n_asked)
+            all_f64.append(u)
+            if u.requires_grad:
+                flat.append(u)
             ins.append(u)
         elif isinstance(t, list):
             ins.append([u.clone().requires_grad_(True) if u.dtype == torch.float64 else u for u in t])
             flat += [u for u in ins[-1] if u.requires_grad]
+            all_f64 += [u for u in ins[-1] if u.requires_grad]
         else:
             ins.append(t)
     if not flat:
@@ -397,9 +420,12 @@ def grad_case(op, tensors, attrs, result, rng):
         grads = torch.autograd.grad([o for o, _ in pairs], flat, [g for _, g in pairs],
                                     allow_unused=True)
     except Exception:
+        if len(flat) > 1:
+            return grad_case(op, tensors, attrs, result, rng, n_asked=len(flat) - 1)
         return None
     seeds = [next((g for o2, g in pairs if o2 is o), None) for o in outs]
-    return seeds, grads
+    by_input = dict(zip([id(u) for u in flat], grads))
+    return seeds, [by_input.get(id(u)) for u in all_f64]
 
 
 def run_case(op, tensors, attrs):
@@ -560,7 +586,7 @@ def main():
             else:
                 lines += ["out " + fmt_tensor(r) for r in result]
                 g = grad_case(op, tensors, attrs, result, np.random.default_rng(n_cases)) \
-                    if cid in ("dtype=f64", "special f64") else None
+                    if cid == "dtype=f64" or cid.split()[-1] == "f64" else None
                 if g:
                     seeds, grads = g
                     lines += ["seed " + (fmt_tensor(t) if t is not None else "none") for t in seeds]

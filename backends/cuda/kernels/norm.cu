@@ -189,7 +189,9 @@ __device__ void tjn_affine3(const TensorArg &g, const TensorArg &x, T *out, long
     const T *gp = (const T *)g.data, *xp = (const T *)x.data;
     TJCU_GRID_STRIDE(i, n) {
         long long r = (i / S) % P;
-        out[i] = gp[tjcu_offset(g, i)] * (T)a[r] + xp[tjcu_offset(x, i)] * (T)b[r] + (T)d[r];
+        /* a b of 0 (batch norm in eval) drops the x term, as on the CPU */
+        T xb = b[r] == 0 ? (T)0 : xp[tjcu_offset(x, i)] * (T)b[r];
+        out[i] = gp[tjcu_offset(g, i)] * (T)a[r] + xb + (T)d[r];
     }
 }
 
