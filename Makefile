@@ -44,9 +44,10 @@ demo: build
 
 # after a passing run, the counts the CUDA and distributed tests print (cases
 # on the host harness, NVRTC sources compiled, the CUDA fuser's random graphs,
-# collectives and DDP checks under mpirun), which ctest keeps in its log; in
+# collectives and DDP checks under mpirun) and the op conformance sweep's,
+# which ctest keeps in its log; in
 # braces, so that its `|| true` cannot hide ctest's failure
-TEST_COUNTS = { grep -h -E "cases on cuda|NVRTC .*compiled|cuda fuser:|row groups|collective cases|^test_ddp:" \
+TEST_COUNTS = { grep -h -E "cases on cuda|NVRTC .*compiled|cuda fuser:|row groups|collective cases|^test_ddp:|^op conformance:" \
 	Testing/Temporary/LastTest.log | sort -u || true; }
 
 test-release: build

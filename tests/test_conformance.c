@@ -4,7 +4,10 @@
  * PyTorch did: refuse where it refused, else return the same outputs (dtype,
  * sizes and values, within the documented ulp bounds; NaN where NaN, each
  * infinity exact). A case that differs on purpose is listed, with its reason,
- * in docs/ops.md between the conformance markers; a listed case that now
+ * in docs/ops.md between the conformance markers. Every pointwise case that
+ * agrees also runs as a one-op fused kernel through the portable runner and
+ * LLVM (the fuser's differential tester, tests/support/fuser_cases.h), which
+ * must agree with PyTorch too. A listed case that now
  * agrees fails the test too, so the list stays true. Prints
  * "op conformance: P/N cases". TJIT_CONFORMANCE_ALL=1 prints every difference,
  * the listed ones too. */
@@ -15,6 +18,8 @@
 
 #include "core/core.h"
 #include "tjit/runtime.h"
+#include "fuser/fuser.h"
+#include "tests/support/fuser_cases.h"
 #include "tests/support/testing.h"
 
 #define CASES "tests/conformance/cases.txt"
@@ -200,7 +205,13 @@ static const char *differs(const tj_tensor *got_in, const tensor_text *want, dou
 typedef struct counts {
     int cases, passed, listed, failed;
     int grads, grads_passed;
+    int fused, fused_passed; /* pointwise cases through a fusion backend */
 } counts;
+
+/* The fusion backends the pointwise cases run through: the portable runner,
+ * and LLVM where it is built in. */
+static const tjf_backend *fusers[2];
+static int n_fusers;
 
 /* ---- gradients ------------------------------------------------------------------------ */
 
@@ -379,6 +390,26 @@ static void run_case(const char *op_name, const char *id, char lines[][1 << 16],
         c->grads++;
         if (!tally(c, op_name, gid, gbad)) c->grads_passed++;
     }
+    bool all_given = n_in <= 3;
+    for (int k = 0; k < n_in; k++) all_given &= in[k] != NULL;
+    if (!bad && !refused && n == 1 && all_given && tjf_fusible_op(op)) {
+        /* the fuser's differential tester: the op alone as a fused kernel */
+        for (int b = 0; b < n_fusers; b++) {
+            tj_tensor *got = NULL;
+            char fid[160];
+            snprintf(fid, sizeof fid, "%s (fused, %s)", id, fusers[b]->name);
+            const char *fbad = NULL;
+            if (tt_run_op_kernel(fusers[b], op, attrs, in, n_in, &got) != TJ_OK)
+                snprintf(why, sizeof why, "the %s fusion backend fails: %s", fusers[b]->name,
+                         tj_last_error()), fbad = why;
+            else
+                fbad = differs(got, &want[0], 1, why, sizeof why);
+            tj_clear_error();
+            c->fused++;
+            if (!tally(c, op_name, fid, fbad)) c->fused_passed++;
+            tj_release(got);
+        }
+    }
     for (int k = 0; k < n_in; k++) tj_release(in[k]);
     for (int k = 0; k < n && k < MAX_OUT; k++) tj_release(out[k]);
     for (int k = 0; k < n_want; k++) free(want[k].v);
@@ -391,6 +422,8 @@ static char lines[64][1 << 16];
 static void every_case_agrees_with_pytorch(void **state) {
     (void)state;
     read_known();
+    fusers[n_fusers++] = tjf_portable_backend();
+    if (tjf_find_backend("llvm")) fusers[n_fusers++] = tjf_find_backend("llvm");
     FILE *f = fopen(CASES, "r");
     if (!f) fail_msg("cannot open %s (run from the repository root)", CASES);
     counts c = {0};
@@ -416,9 +449,12 @@ static void every_case_agrees_with_pytorch(void **state) {
         if (!known[i].hit && strcmp(known[i].id, "*"))
             fprintf(stderr, "listed difference matches no failing case: %s %s\n", known[i].op, known[i].id);
     printf("op conformance: %d/%d cases agree with PyTorch; first derivatives: %d/%d agree with "
-           "torch.autograd (%d listed differences in %s, %d unlisted)\n",
-           c.passed, c.cases, c.grads_passed, c.grads, c.listed, OPS_DOC, c.failed);
+           "torch.autograd; fused pointwise kernels: %d/%d agree (%s%s) (%d listed differences "
+           "in %s, %d unlisted)\n",
+           c.passed, c.cases, c.grads_passed, c.grads, c.fused_passed, c.fused, fusers[0]->name,
+           n_fusers > 1 ? " and llvm" : "", c.listed, OPS_DOC, c.failed);
     assert_true(c.cases > 1000);
+    assert_true(c.fused > 500);
     assert_int_equal(c.failed, 0);
 }
 
