@@ -308,6 +308,26 @@ for r in ["aten::sum.dim_IntList", "aten::mean.dim", "aten::prod.dim_IntList", "
     recipe(r, [X], vary=REDUCE_DIMS + ([{"dim": [1], "correction": 0}] if "correction" in r else []))
 recipe("aten::linalg_vector_norm", [X], vary=REDUCE_DIMS + [{"ord": 1}, {"ord": math.inf}, {"ord": 0.5}, {"ord": 3}])
 
+# Derivatives at the points where PyTorch picks a convention: relu and abs at
+# 0, ties of maximum/minimum, amax/amin and max/min.dim, clamp at its bounds,
+# a norm of zeros. The ids end in f64, so the gradients are asked for too.
+AT_ZERO = ([2, 3], [-1.0, -0.0, 0.0, 0.5, 2.0, -3.0], F64)
+TIES = ([2, 3], [1.0, 2.0, 2.0, -1.0, -1.0, 0.5], F64)
+TIES_OTHER = ([2, 3], [1.0, 0.0, 2.0, -1.0, 0.5, 0.5], F64)
+for name in ["aten::relu", "aten::abs"]:
+    recipe(name, [X], extra=[("at 0 f64", [AT_ZERO], {})])
+for name in ["aten::maximum", "aten::minimum"]:
+    recipe(name, [X, X], extra=[("ties f64", [TIES, TIES_OTHER], {})])
+for name in ["aten::amax", "aten::amin"]:
+    R[name]["extra"] += [("ties f64", [TIES], {"dim": [1]}), ("all tied f64", [([2, 2], [3.0] * 4, F64)], {})]
+for name in ["aten::max.dim", "aten::min.dim"]:
+    R[name]["extra"] += [("ties f64", [TIES], {"dim": 1})]
+R["aten::clamp"]["extra"] += [("at the bounds f64", [([2, 3], [-0.5, 1.0, 0.3, -2.0, 2.0, 1.0], F64)],
+                               {"min": -0.5, "max": 1.0})]
+R["aten::linalg_vector_norm"]["extra"] += [("zeros f64", [([2, 3], [0.0] * 6, F64)], {}),
+                                           ("a zero row f64", [([2, 3], [0.0] * 3 + [1.0, -2.0, 2.0], F64)],
+                                            {"dim": [1]})]
+
 # ---- calling PyTorch ------------------------------------------------------------
 
 
