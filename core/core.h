@@ -246,12 +246,12 @@ int tjc_invoke_nested(const tj_op_info *op, tj_tensor *const *in, int n_in, cons
  * for ops that compute integer and bool inputs in a float dtype, as
  * PyTorch's logsumexp does, with their float kernels. */
 tj_status tjc_kernel_with_input_as(const tjc_call *c, int k, tj_dtype dtype, tjc_kernel_fn kernel);
-/* Runs kernel on c with inputs [from, from + n) seen as views expanded
- * (stride 0) to sizes, which each broadcasts to: for kernels that walk their
- * operands element by element at one shape (mse_loss). */
 /* Whether inputs [from, from + n) of c differ in sizes; *sizes, *ndim get
  * their broadcast sizes (the shape rule has checked that they broadcast). */
 bool tjc_inputs_broadcast(const tjc_call *c, int from, int n, int64_t *sizes, int *ndim);
+/* Runs kernel on c with inputs [from, from + n) seen as views expanded
+ * (stride 0) to sizes, which each broadcasts to: for kernels that walk their
+ * operands element by element at one shape (mse_loss). */
 tj_status tjc_kernel_with_inputs_expanded(const tjc_call *c, int from, int n, const int64_t *sizes,
                                           int ndim, tjc_kernel_fn kernel);
 
