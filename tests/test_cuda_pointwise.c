@@ -109,7 +109,7 @@ static const double special_operands[] = {-0.0, INFINITY, -INFINITY, NAN};
 
 /* The math library functions the rows' expressions call. */
 static const char *const library_calls[] = {"tjm_exp", "expm1",   "tjm_log",       "log1p",
-                                            "tjm_tanh", "erf",    "tjm_gelu_erf",  "tjm_gelu_tanh",
+                                            "tjm_tanh", "tjm_erf", "tjm_gelu_erf", "tjm_gelu_tanh",
                                             "sin",      "cos",    "tjm_pow"};
 
 /* Whether op's expression calls one of library_calls (as an identifier);

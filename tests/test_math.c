@@ -1,4 +1,4 @@
-/* test_math.c — accuracy of the vectorisable f32 exp, log and tanh of
+/* test_math.c — accuracy of the vectorisable f32 exp, log, tanh and erf of
  * core/pw_math.h against libm in double rounded to f32: the largest error in
  * ulps over every 193rd float (about 22 million values across every exponent,
  * denormals included), and exact answers at the special values. The bounds
@@ -97,12 +97,23 @@ static void sigmoid_accuracy(void **state) {
     assert_true(isnan(sigmoidf_ours(NAN)));
 }
 
+static void erf_accuracy(void **state) {
+    (void)state;
+    report("erf", sweep_all(tjm_erff, erf, -1e38, 1e38), 2);
+    assert_true(tjm_erff(INFINITY) == 1.0f && tjm_erff(-INFINITY) == -1.0f);
+    assert_true(isnan(tjm_erff(NAN)));
+    assert_true(tjm_erff(0.0f) == 0.0f && signbit(tjm_erff(-0.0f)));
+    assert_true(tjm_erff(4.0f) == 1.0f && tjm_erff(-4.0f) == -1.0f);
+    assert_true(tjm_erff(1e-40f) != 0.0f); /* denormals: 2/sqrt(pi) x, not flushed */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(exp_accuracy),
         cmocka_unit_test(log_accuracy),
         cmocka_unit_test(tanh_accuracy),
         cmocka_unit_test(sigmoid_accuracy),
+        cmocka_unit_test(erf_accuracy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

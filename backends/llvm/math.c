@@ -1,5 +1,5 @@
-/* math.c — the transcendentals as inline IR: the vectorisable f32 exp, log
- * and tanh and the f64 exp, log, tanh, erf and f32 erf, pow of
+/* math.c — the transcendentals as inline IR: the vectorisable f32 exp, log,
+ * tanh and erf and the f64 exp, log, tanh, erf and f32 pow of
  * core/pw_math.h, emitted operation for operation in the same order with no
  * fast-math flags (so no contraction into FMA and no reassociation), which
  * makes a kernel's bits equal to the C versions' (tests/test_llvm_math.c
@@ -253,12 +253,29 @@ static V erfd_body(fb *f, V x) {
     return sel(f, ne(f, x, x), x, r);
 }
 
-/* ---- f32 through f64 (tjm_erff, tjm_powf) ---------------------------------------- */
-
+/* tjm_erff: x (1 + T(x^2)) below 1, else 1 - e^(-b^2) G(1/b), b = |x| in [1, 4] */
 static V erff_body(fb *f, V x) {
-    V d = LLVMBuildFPExt(f->b, x, f->ir->f64, "");
-    return LLVMBuildFPTrunc(f->b, call_fn(f, TJL_ERFD, d, NULL), f->t, "");
+    static const double t[] = {7.898210184421817e-05f, -8.024354121533627e-04f,
+                               5.1900535770086015e-03f, -2.685480853680238e-02f,
+                               1.1283612428235859e-01f, -3.7612628843324375e-01f,
+                               1.283791665100518e-01f};
+    static const double g[] = {2.9677235918169887e-02f, -1.7400144137451656e-01f,
+                               4.245884457081541e-01f,  -5.183950056395172e-01f,
+                               2.2255830175326174e-01f, 2.390853734375367e-01f,
+                               -3.78960746404066e-01f,  2.1224172375131165e-02f,
+                               5.61681487835096e-01f,   1.2575778950791878e-04f};
+    V a = sel(f, lt(f, x, K(f, 0.0)), neg(f, x), x), z = mul(f, x, x);
+    V small = add(f, x, mul(f, x, horner(f, z, t, 7)));
+    V b = sel(f, lt(f, a, K(f, 4.0f)), a, K(f, 4.0f));
+    b = sel(f, gt(f, b, K(f, 1.0f)), b, K(f, 1.0f));
+    V e = call_fn(f, TJL_EXPF, mul(f, neg(f, b), b), NULL);
+    V big = sub(f, K(f, 1.0f), mul(f, e, horner(f, dv(f, K(f, 1.0f), b), g, 10)));
+    big = sel(f, lt(f, x, K(f, 0.0)), neg(f, big), big);
+    V r = sel(f, lt(f, a, K(f, 1.0f)), small, big);
+    return sel(f, ne(f, x, x), x, r);
 }
+
+/* ---- f32 through f64 (tjm_powf) ---------------------------------------------------- */
 
 static V log2d_body(fb *f, V x) {
     V fe;

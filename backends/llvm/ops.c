@@ -150,7 +150,7 @@ static V tanh_t(tjl_ir *ir, tj_dtype t, V x) {
     return call_math(ir, t == TJ_F32 ? (mathfn){TJL_TANHF, "tanhf", true} : (mathfn){TJL_TANHD, "tanh", false}, x, NULL);
 }
 static V erf_t(tjl_ir *ir, tj_dtype t, V x) {
-    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_ERFF, "erff", false} : (mathfn){TJL_ERFD, "erf", false}, x, NULL);
+    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_ERFF, "erff", true} : (mathfn){TJL_ERFD, "erf", false}, x, NULL);
 }
 /* The ones with no inline version: libm, one call per element. */
 static V libm_t(tjl_ir *ir, tj_dtype t, const char *name, V x, V y) {

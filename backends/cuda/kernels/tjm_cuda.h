@@ -121,6 +121,8 @@ TJM_FN float tjm_log(float x) { return ::logf(x); }
 TJM_FN double tjm_log(double x) { return ::log(x); }
 TJM_FN float tjm_tanh(float x) { return ::tanhf(x); }
 TJM_FN double tjm_tanh(double x) { return ::tanh(x); }
+TJM_FN float tjm_erf(float x) { return ::erff(x); }
+TJM_FN double tjm_erf(double x) { return ::erf(x); }
 
 /* ---- the tjm_* helpers of core/pw_math.h -------------------------------------- */
 TJM_FN float tjm_abs(float x) { return ::fabsf(x); }
