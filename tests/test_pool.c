@@ -140,6 +140,10 @@ static const pspec cases[] = {
     {1, 2, 6, 7, 2, 3, 3, 2, 1, 1, 1, 1, true},
     {3, 4, 8, 8, 2, 2, 0, 0, 0, 0, 1, 1, false},
     {8, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, false}, /* planes over threads */
+    /* 2x2 of stride 2: max pooling's quads path inside, the general loop at a
+     * ceil-mode edge or past an odd floor-mode edge */
+    {2, 3, 7, 9, 2, 2, 2, 2, 0, 0, 1, 1, true},
+    {1, 2, 5, 7, 2, 2, 0, 0, 0, 0, 1, 1, false},
 };
 
 static const int channels_last[4] = {0, 2, 3, 1};
@@ -368,6 +372,20 @@ static void test_max_nan(void **state) {
     tj_release(out[0]);
     tj_release(out[1]);
     tj_release(x);
+    /* ties and -inf windows: the first element of the window, in row-major order */
+    for (int k2 = 0; k2 < 2; k2++) {
+        double same[16];
+        for (int i = 0; i < 16; i++) same[i] = k2 ? -INFINITY : 3.0;
+        x = tj_from_array(same, xs, 4, TJ_F64);
+        assert_int_equal(tj_max_pool2d_with_indices(x, k, 2, NULL, 0, (int64_t[]){0}, 1,
+                                                    (int64_t[]){1}, 1, false, out, 2), 2);
+        idx = tt_ref_of(out[1]);
+        assert_true(idx.v[0] == 0 && idx.v[1] == 2 && idx.v[2] == 8 && idx.v[3] == 10);
+        tt_ref_free(&idx);
+        tj_release(out[0]);
+        tj_release(out[1]);
+        tj_release(x);
+    }
 }
 
 /* ---- errors ----------------------------------------------------------------------------------- */

@@ -12,17 +12,45 @@
 #define PLANE(E, base, s, p) ((const E *)(base) + ((p) / g->c) * (s)[0] + ((p) % g->c) * (s)[1])
 #define AT(plane, s, y, xx) ((plane)[(y) * (s)[2] + (xx) * (s)[3]])
 
+/* The 2x2 windows of stride 2 that lie inside the plane (every one but a
+ * ceil-mode edge), over a plane whose rows are contiguous: the four elements
+ * in the general loop's order with its update rule, so values and indices
+ * are the same, without its per-window bounds; the value-only loop
+ * vectorises. Outputs [0, oh_in) x [0, ow_in). */
+static void FN(max_pool_quads)(const tjc_pool_geom *g, const T *xp, int64_t row, T *o,
+                               int64_t *io, int64_t oh_in, int64_t ow_in) {
+    for (int64_t oh = 0; oh < oh_in; oh++) {
+        const T *r0 = xp + 2 * oh * row, *r1 = r0 + row;
+        T *orow = o + oh * g->ow;
+        int64_t *irow = io ? io + oh * g->ow : NULL;
+        for (int64_t ow = 0; ow < ow_in; ow++) {
+            T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1], best = a;
+            int64_t at = 0;
+            if (b > best || b != b) best = b, at = 1;
+            if (c > best || c != c) best = c, at = g->w;
+            if (d > best || d != d) best = d, at = g->w + 1;
+            orow[ow] = best;
+            if (irow) irow[ow] = 2 * oh * g->w + 2 * ow + at;
+        }
+    }
+}
+
 static void FN(max_pool)(const tjc_pool_geom *g, const char *x, const int64_t *xs, T *out,
                          int64_t *ind, int64_t p0, int64_t p1) {
+    bool quads = g->kh == 2 && g->kw == 2 && g->sh == 2 && g->sw == 2 && g->dh == 1 &&
+                 g->dw == 1 && g->ph == 0 && g->pw == 0 && xs[3] == 1;
+    int64_t oh_in = quads ? (g->h / 2 < g->oh ? g->h / 2 : g->oh) : 0;
+    int64_t ow_in = quads ? (g->w / 2 < g->ow ? g->w / 2 : g->ow) : 0;
     for (int64_t p = p0; p < p1; p++) {
         const T *xp = PLANE(T, x, xs, p);
         T *o = out + p * g->oh * g->ow;
         int64_t *io = ind ? ind + p * g->oh * g->ow : NULL;
+        if (quads) FN(max_pool_quads)(g, xp, xs[2], o, io, oh_in, ow_in);
         for (int64_t oh = 0; oh < g->oh; oh++) {
             int64_t hs = oh * g->sh - g->ph, he = hs + (g->kh - 1) * g->dh + 1;
             if (he > g->h) he = g->h;
             while (hs < 0) hs += g->dh;
-            for (int64_t ow = 0; ow < g->ow; ow++) {
+            for (int64_t ow = oh < oh_in ? ow_in : 0; ow < g->ow; ow++) {
                 int64_t ws = ow * g->sw - g->pw, we = ws + (g->kw - 1) * g->dw + 1;
                 if (we > g->w) we = g->w;
                 while (ws < 0) ws += g->dw;
