@@ -251,7 +251,8 @@ tj_status tjc_kernel_with_input_as(const tjc_call *c, int k, tj_dtype dtype, tjc
 bool tjc_inputs_broadcast(const tjc_call *c, int from, int n, int64_t *sizes, int *ndim);
 /* Runs kernel on c with inputs [from, from + n) seen as views expanded
  * (stride 0) to sizes, which each broadcasts to: for kernels that walk their
- * operands element by element at one shape (mse_loss). */
+ * operands element by element at one shape (mse_loss) or take a 0-dim
+ * operand as [1] (index_select). Views on the stack: nothing is allocated. */
 tj_status tjc_kernel_with_inputs_expanded(const tjc_call *c, int from, int n, const int64_t *sizes,
                                           int ndim, tjc_kernel_fn kernel);
 

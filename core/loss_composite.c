@@ -50,7 +50,7 @@ static tj_tensor *smoothing_term(temps *k, tj_tensor *logp, tj_tensor *target, t
     tj_tensor *kept = k->failed ? NULL : keep(k, tj_ne_scalar(target, tj_scalar_int(ignore)));
     if (k->failed) return NULL;
     /* an ignored position is 0 even where its log-probabilities are not finite */
-    tj_tensor *zeros = keep(k, tj_mul_scalar(kept, tj_scalar_float(0.0)));
+    tj_tensor *zeros = keep(k, tj_zeros_like(per));
     per = k->failed ? NULL : keep(k, tj_where(kept, per, zeros));
     if (k->failed || red == TJC_RED_NONE) return per;
     tj_tensor *sum = keep(k, tj_sum(per, NULL, 0, false));

@@ -13,11 +13,9 @@ static void loss_meta(const tjc_call *c, int red, tj_dtype dtype, const tj_tenso
 }
 
 /* Optional input i broadcasts to input j's sizes without growing them. */
-static tj_status check_broadcasts_to(const tjc_call *c, int i, int j) {
+static tj_status check_fits(const tjc_call *c, int i, int j) {
     const tj_tensor *t = c->in[i], *x = c->in[j];
     if (!t) return TJ_OK;
-    tj_status st = tjc_nn_require_float(c, i);
-    if (st) return st;
     bool ok = t->ndim <= x->ndim;
     for (int d = 0; ok && d < t->ndim; d++) {
         int64_t s = t->sizes[d], xs = x->sizes[x->ndim - t->ndim + d];
@@ -29,6 +27,12 @@ static tj_status check_broadcasts_to(const tjc_call *c, int i, int j) {
                      "of '%s' %s", c->op->name, TJC_NN_ARG(c, i),
                      tjc_fmt_sizes(a, sizeof a, t->sizes, t->ndim), TJC_NN_ARG(c, j),
                      tjc_fmt_sizes(b, sizeof b, x->sizes, x->ndim));
+}
+
+/* Optional input i is a float tensor that broadcasts to input j's sizes. */
+static tj_status check_broadcasts_to(const tjc_call *c, int i, int j) {
+    tj_status st = c->in[i] ? tjc_nn_require_float(c, i) : TJ_OK;
+    return st ? st : check_fits(c, i, j);
 }
 
 /* grad_output (input 0) of a loss's backward: the forward output's sizes. */
@@ -74,19 +78,11 @@ tj_status tjc_infer_mse_loss(const tjc_call *c, int *n_out) {
  * (autodiff expands self to the forward's broadcast sizes first). */
 tj_status tjc_infer_mse_loss_backward(const tjc_call *c, int *n_out) {
     tj_dtype dt;
-    const tj_tensor *x = c->in[1], *t = c->in[2];
+    const tj_tensor *x = c->in[1];
     tj_status st = check_mse(c, 1, &dt);
     if (!st) st = check_grad_output(c, tjc_nn_reduction(c, 0), x);
+    if (!st) st = check_fits(c, 2, 1);
     if (st) return st;
-    bool fits = t->ndim <= x->ndim;
-    for (int d = 0; fits && d < t->ndim; d++)
-        fits = t->sizes[d] == 1 || t->sizes[d] == x->sizes[x->ndim - t->ndim + d];
-    if (!fits) {
-        char a[TJC_SIZES_BUF], b[TJC_SIZES_BUF];
-        return tjc_error(TJ_ERR_SHAPE, "%s: argument 'target' of sizes %s does not broadcast to "
-                         "'self' of sizes %s", c->op->name, tjc_fmt_sizes(a, sizeof a, t->sizes, t->ndim),
-                         tjc_fmt_sizes(b, sizeof b, x->sizes, x->ndim));
-    }
     *n_out = 1;
     tjc_meta_new(&c->meta[0], dt, x->sizes, x->ndim);
     return TJ_OK;

@@ -133,9 +133,9 @@ static tj_status d_mse_loss(tjg_ctx *c) {
     bool known = tx.ndim >= 0 && tt.ndim >= 0;
     for (int d = 0; known && d < tx.ndim; d++) known = tx.sizes[d] >= 0;
     for (int d = 0; known && d < tt.ndim; d++) known = tt.sizes[d] >= 0;
-    /* a target larger than self: self's gradient at the broadcast sizes, summed back */
-    if (known && !tjc_broadcast_shapes(c->op->name, tx.sizes, tx.ndim, tt.sizes, tt.ndim, sizes, &nd) &&
-        (nd != tx.ndim || memcmp(sizes, tx.sizes, sizeof(int64_t) * (size_t)nd)))
+    /* a target larger than self: self's gradient at the broadcast sizes, summed back
+     * (tjg_nn_expand leaves x as it is when the sizes are its own) */
+    if (known && !tjc_broadcast_shapes(c->op->name, tx.sizes, tx.ndim, tt.sizes, tt.ndim, sizes, &nd))
         x = tjg_nn_expand(c, x, sizes, nd);
     tjg_val gx = tjg_op(c, TJ_OP_mse_loss_backward, (tjg_val[]){G, x, IN(1)}, 3, &r);
     SET(0, tjg_sum_to_input(c, gx, 0));

@@ -127,12 +127,10 @@ tj_status tjcpu_index_select(const tjc_call *c) {
     int dim;
     tj_status st = tjc_wrap_dim(c->op->name, c->attr[0].i, c->in[0]->ndim, &dim);
     if (st) return st;
-    tj_tensor *x1 = NULL; /* a 0-dim self as [1] */
-    if (c->in[0]->ndim == 0 &&
-        tjc_invoke_nested(tjc_op(TJ_OP_unsqueeze), c->in, 1, &(tj_attr){.i = 0}, &x1, 1) != 1)
-        return tj_last_status();
-    tj_tensor *x = tjnn_contig(x1 ? x1 : c->in[0]), *idx = tjnn_contig(c->in[1]);
-    tj_release(x1);
+    int64_t one = 1;
+    if (c->in[0]->ndim == 0) /* a 0-dim self as [1] */
+        return tjc_kernel_with_inputs_expanded(c, 0, 1, &one, 1, tjcpu_index_select);
+    tj_tensor *x = tjnn_contig(c->in[0]), *idx = tjnn_contig(c->in[1]);
     int64_t K = idx ? tjc_numel(idx->sizes, idx->ndim) : 0;
     const int64_t *ip = idx ? (const int64_t *)tjc_data_ptr(idx) : NULL;
     st = x && idx ? TJ_OK : tj_last_status();

@@ -95,17 +95,9 @@ tj_status tjcu_index_select(const tjc_call *c) {
     int dim;
     tj_status st = tjc_wrap_dim(c->op->name, c->attr[0].i, x->ndim, &dim);
     if (st) return st;
-    if (x->ndim == 0) { /* a 0-dim self as [1] */
-        tj_tensor *x1 = NULL;
-        if (tjc_invoke_nested(tjc_op(TJ_OP_unsqueeze), c->in, 1, &(tj_attr){.i = 0}, &x1, 1) != 1)
-            return tj_last_status();
-        tjc_call c1 = *c;
-        tj_tensor *in1[2] = {x1, c->in[1]};
-        c1.in = in1;
-        st = tjcu_index_select(&c1);
-        tj_release(x1);
-        return st;
-    }
+    int64_t one = 1;
+    if (x->ndim == 0) /* a 0-dim self as [1] */
+        return tjc_kernel_with_inputs_expanded(c, 0, 1, &one, 1, tjcu_index_select);
     int64_t K = tjc_numel(idx->sizes, idx->ndim), S = x->sizes[dim];
     int64_t n = tjc_numel(c->out[0]->sizes, c->out[0]->ndim);
     tjcu_nn_check chk;
