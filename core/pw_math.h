@@ -72,14 +72,61 @@ static inline float tjm_logf(float x) {
     return tjm_f32_from_bits(rb);
 }
 
+/* e^y for y in [0, 18.2], as tjm_expf computes it (the same operations, so
+ * the same bits) less what that range never needs: no clamps, no NaN, and
+ * 2^n in one factor (n <= 27). */
+static inline float tjm_expf_tanh_range(float y) {
+    float fn = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    int n = (int)fn;
+    float r = y - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float z = r * r;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    return p * tjm_pow2i(n);
+}
+
+/* e^y where 1 / (1 + e^y) and x / (1 + e^y) need it, with tjm_expf's bits
+ * wherever they can tell: below -86 the sum 1 + e^y rounds to 1 either way,
+ * and past 89 e^y is inf either way, so y is clamped into [-86, 89] (NaN to
+ * -86: the callers return NaN themselves) and 2^n is 2 * 2^(n-1), one scaling
+ * that stays exact up to FLT_MAX, instead of tjm_expf's two. */
+static inline float tjm_expf_sigmoid_range(float y) {
+    y = y > -86.0f ? y : -86.0f;
+    y = y < 89.0f ? y : 89.0f;
+    float fn = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    int n = (int)fn;
+    float r = y - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    float z = r * r;
+    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
+                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    return (p * 2.0f) * tjm_pow2i(n - 1);
+}
+/* 1 / (1 + tjm_expf(-x)) and x / (1 + tjm_expf(-x)), bit for bit */
+static inline float tjm_sigmoidf(float x) {
+    float r = 1.0f / (1.0f + tjm_expf_sigmoid_range(-x));
+    return x != x ? x + x : r;
+}
+static inline float tjm_siluf(float x) {
+    float r = x / (1.0f + tjm_expf_sigmoid_range(-x));
+    return x != x ? x + x : r;
+}
+
 static inline float tjm_tanhf(float x) {
     float ax = x < 0.0f ? -x : x, z = x * x;
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
                     1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    float big = 1.0f - 2.0f / (tjm_expf(2.0f * ax) + 1.0f);
+    /* from |x| = 9.1 on, 2 / (e^2|x| + 1) < 2^-25 and the result rounds to 1:
+     * clamping there gives the unclamped formula's bits and keeps e^y finite */
+    float y = ax < 9.1f ? 2.0f * ax : 18.2f;
+    float big = 1.0f - 2.0f / (tjm_expf_tanh_range(y) + 1.0f);
     big = x < 0.0f ? -big : big;
     small = x == 0.0f ? x : small; /* keeps the sign of -0 */
-    return ax < 0.625f ? small : big; /* NaN takes the second path and stays NaN */
+    float r = ax < 0.625f ? small : big;
+    return x != x ? x + x : r; /* NaN: quieted, as arithmetic on it would */
 }
 
 /* ---- f64 exp, log, tanh, erf and f32 erf, pow that vectorise ---------------
@@ -270,6 +317,10 @@ static inline double tjm_erf_d(double x) { return erf(x); }
 #define tjm_log(x) _Generic((x), float: tjm_logf, default: tjm_log_d)(x)
 #define tjm_tanh(x) _Generic((x), float: tjm_tanhf, default: tjm_tanh_d)(x)
 #define tjm_erf(x) _Generic((x), float: tjm_erff, default: tjm_erf_d)(x)
+static inline double tjm_sigmoid_d(double x) { return 1.0 / (1.0 + exp(-x)); }
+static inline double tjm_silu_d(double x) { return x / (1.0 + exp(-x)); }
+#define tjm_sigmoid(x) _Generic((x), float: tjm_sigmoidf, default: tjm_sigmoid_d)(x)
+#define tjm_silu(x) _Generic((x), float: tjm_siluf, default: tjm_silu_d)(x)
 
 #define TJM_GENERIC(name, x) \
     _Generic((x), float: name##_f, double: name##_d, int64_t: name##_i, bool: name##_b)

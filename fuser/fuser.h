@@ -67,6 +67,9 @@ typedef struct tjf_backend {
 const tjf_backend *tjf_portable_backend(void);
 /* The backend named "portable" (or others when built in); NULL if unknown. */
 const tjf_backend *tjf_find_backend(const char *name);
+/* The name of the backend that programs use when their options name none:
+ * $TJIT_BACKEND when set, else "llvm" where it is built, else "portable". */
+const char *tjf_default_backend_name(void);
 
 /* The backend that compiles groups whose inputs live on a device of type d
  * other than the CPU: the one that device's backend registers with its

@@ -159,11 +159,13 @@ tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile
         tj_program_free(p);
         return NULL;
     }
-    const char *backend_name = p->opts.backend ? p->opts.backend : "portable";
+    const char *backend_name = p->opts.backend ? p->opts.backend : tjf_default_backend_name();
     const tjf_backend *backend = tjf_find_backend(backend_name);
     if (!backend) {
         tj_program_free(p);
-        return tjc_error(TJ_ERR_ARG, "tj_compile: no fusion backend named '%s'", backend_name), NULL;
+        return tjc_error(TJ_ERR_ARG, "tj_compile: no fusion backend named '%s'%s", backend_name,
+                         p->opts.backend ? "" : " (from TJIT_BACKEND)"),
+               NULL;
     }
     if (tji_lower(p->graph, backend, &p->code) != TJ_OK) {
         tj_program_free(p);

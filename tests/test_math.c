@@ -1,7 +1,9 @@
 /* test_math.c — accuracy of the vectorisable f32 exp, log, tanh and erf of
  * core/pw_math.h against libm in double rounded to f32: the largest error in
  * ulps over every 193rd float (about 22 million values across every exponent,
- * denormals included), and exact answers at the special values. The bounds
+ * denormals included), and exact answers at the special values; and that
+ * tanh, sigmoid and silu, which evaluate exp over a reduced range, keep the
+ * bits of their formulas over tjm_expf at every 61st float. The bounds
  * asserted here are the ones docs/performance.md states. */
 #include <math.h>
 #include <stdint.h>
@@ -97,6 +99,46 @@ static void sigmoid_accuracy(void **state) {
     assert_true(isnan(sigmoidf_ours(NAN)));
 }
 
+/* tanh, sigmoid and silu compute their exp over the range they need only;
+ * they must give the bits of the formulas over tjm_expf, at every float */
+static float tanh_formula(float x) {
+    float ax = fabsf(x), z = x * x;
+    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
+                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float big = 1.0f - 2.0f / (tjm_expf(2.0f * ax) + 1.0f);
+    big = x < 0.0f ? -big : big;
+    return ax < 0.625f ? (x == 0.0f ? x : small) : big;
+}
+static float silu_formula(float x) { return x / (1.0f + tjm_expf(-x)); }
+
+static void exp_ranges_keep_the_bits(void **state) {
+    (void)state;
+    int64_t checked = 0;
+    for (uint64_t u = 0; u < (1ull << 32); u += 61) {
+        uint32_t b = (uint32_t)u;
+        float x;
+        memcpy(&x, &b, 4);
+        float got[3] = {tjm_tanhf(x), tjm_sigmoidf(x), tjm_siluf(x)};
+        float want[3] = {tanh_formula(x), sigmoidf_ours(x), silu_formula(x)};
+        for (int k = 0; k < 3; k++) {
+            if (isnan(want[k]) && isnan(got[k])) continue;
+            if (memcmp(&got[k], &want[k], 4))
+                fail_msg("%s(%a): got %a, want %a", k == 0 ? "tanh" : k == 1 ? "sigmoid" : "silu",
+                         (double)x, (double)got[k], (double)want[k]);
+        }
+        checked++;
+    }
+    assert_true(checked > 70000000);
+    /* the edges of the ranges: tanh's clamp, sigmoid's two */
+    const float edges[] = {9.1f, -9.1f, 9.0999994f, 86.0f, -86.0f, 89.0f, -89.0f, 88.72f, -88.72f, -88.4f};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+        float x = edges[i];
+        assert_true(tjm_tanhf(x) == tanh_formula(x));
+        assert_true(tjm_sigmoidf(x) == sigmoidf_ours(x));
+        assert_true(tjm_siluf(x) == silu_formula(x));
+    }
+}
+
 static void erf_accuracy(void **state) {
     (void)state;
     report("erf", sweep_all(tjm_erff, erf, -1e38, 1e38), 2);
@@ -113,6 +155,7 @@ int main(void) {
         cmocka_unit_test(log_accuracy),
         cmocka_unit_test(tanh_accuracy),
         cmocka_unit_test(sigmoid_accuracy),
+        cmocka_unit_test(exp_ranges_keep_the_bits),
         cmocka_unit_test(erf_accuracy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "examples/models/models.h"
+#include "fuser/fuser.h"
 #include "tools/commands.h"
 #include "tools/progress.h"
 
@@ -168,7 +169,7 @@ int tjit_cmd_profile(int argc, char **argv) {
     }
     int threads = tj_get_num_threads();
     printf("%s: %d runs%s after %d to warm up, fusion backend %s, %d thread%s\n\n", argv[1], runs,
-           backward ? " of forward and backward" : "", warmup, backend ? backend : "portable",
+           backward ? " of forward and backward" : "", warmup, backend ? backend : tjf_default_backend_name(),
            threads, threads == 1 ? "" : "s");
     fputs(table, stdout);
     free(table);

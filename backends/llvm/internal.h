@@ -65,6 +65,7 @@ tjl_emit_fn tjl_emitter(const tj_op_info *op);
 typedef enum tjl_fn {
     TJL_EXPF, TJL_LOGF, TJL_TANHF, /* core/pw_math.h's tjm_expf, tjm_logf, tjm_tanhf */
     TJL_EXPD, TJL_LOGD, TJL_TANHD, TJL_ERFD, TJL_ERFF, TJL_LOG2D, TJL_POWF,
+    TJL_SIGMOIDF, TJL_SILUF,  /* tjm_sigmoidf, tjm_siluf */
     TJL_NUM_FNS
 } tjl_fn;
 

@@ -135,16 +135,55 @@ static V logf_body(fb *f, V x) {
     return sel(f, ne(f, x, x), x, r);
 }
 
+/* tjm_expf_sigmoid_range: e^y with y clamped into [-86, 89] (NaN to -86) */
+static V expf_sigmoid_range(fb *f, V y) {
+    y = sel(f, gt(f, y, K(f, -86.0f)), y, K(f, -86.0f));
+    y = sel(f, lt(f, y, K(f, 89.0f)), y, K(f, 89.0f));
+    V fn = sub(f, add(f, mul(f, y, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
+    V n = LLVMBuildFPToSI(f->b, fn, f->it, "");
+    V r = sub(f, y, mul(f, fn, K(f, 0.693359375f)));
+    r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
+    V z = mul(f, r, r);
+    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+    V p = add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
+    return mul(f, mul(f, p, K(f, 2.0f)), pow2i(f, n, 126, 23)); /* 2 p 2^(n-1) */
+}
+
+static V sigmoidf_body(fb *f, V x) {
+    V r = dv(f, K(f, 1.0f), add(f, K(f, 1.0f), expf_sigmoid_range(f, neg(f, x))));
+    return sel(f, ne(f, x, x), add(f, x, x), r);
+}
+
+static V siluf_body(fb *f, V x) {
+    V r = dv(f, x, add(f, K(f, 1.0f), expf_sigmoid_range(f, neg(f, x))));
+    return sel(f, ne(f, x, x), add(f, x, x), r);
+}
+
+/* tjm_expf_tanh_range: e^y for y in [0, 18.2] */
+static V expf_tanh_range(fb *f, V y) {
+    V fn = sub(f, add(f, mul(f, y, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
+    V n = LLVMBuildFPToSI(f->b, fn, f->it, "");
+    V r = sub(f, y, mul(f, fn, K(f, 0.693359375f)));
+    r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
+    V z = mul(f, r, r);
+    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+    V p = add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
+    return mul(f, p, pow2i(f, n, 127, 23));
+}
+
 static V tanhf_body(fb *f, V x) {
     V ax = sel(f, lt(f, x, K(f, 0.0)), neg(f, x), x), z = mul(f, x, x);
     static const double c[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
                                1.33314422036e-1f, -3.33332819422e-1f};
     V small = add(f, mul(f, mul(f, horner(f, z, c, 5), z), x), x);
-    V e = call_fn(f, TJL_EXPF, mul(f, K(f, 2.0f), ax), NULL);
-    V big = sub(f, K(f, 1.0f), dv(f, K(f, 2.0f), add(f, e, K(f, 1.0f))));
+    V y = sel(f, lt(f, ax, K(f, 9.1f)), mul(f, K(f, 2.0f), ax), K(f, 18.2f));
+    V big = sub(f, K(f, 1.0f), dv(f, K(f, 2.0f), add(f, expf_tanh_range(f, y), K(f, 1.0f))));
     big = sel(f, lt(f, x, K(f, 0.0)), neg(f, big), big);
     small = sel(f, eq(f, x, K(f, 0.0)), x, small);
-    return sel(f, lt(f, ax, K(f, 0.625f)), small, big);
+    V r = sel(f, lt(f, ax, K(f, 0.625f)), small, big);
+    return sel(f, ne(f, x, x), add(f, x, x), r);
 }
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
@@ -339,6 +378,8 @@ static const struct {
     [TJL_ERFF] = {"tjl.erff", false, 1, erff_body, NULL},
     [TJL_LOG2D] = {"tjl.log2d", true, 1, log2d_body, NULL},
     [TJL_POWF] = {"tjl.powf", false, 2, NULL, powf_body},
+    [TJL_SIGMOIDF] = {"tjl.sigmoidf", false, 1, sigmoidf_body, NULL},
+    [TJL_SILUF] = {"tjl.siluf", false, 1, siluf_body, NULL},
 };
 
 static void add_fn_attr(tjl_ir *ir, LLVMValueRef fn, const char *name) {

@@ -184,10 +184,12 @@ EMIT(cos) { FLOAT_ONLY("cos"); return libm_t(ir, t, "cos", A, NULL); }
 EMIT(tanh) { FLOAT_ONLY("tanh"); return tanh_t(ir, t, A); }
 EMIT(sigmoid) {
     FLOAT_ONLY("sigmoid");
+    if (t == TJ_F32) return tjl_math(ir, TJL_SIGMOIDF, A, NULL);
     return fdiv(ir, one(ir, t), add(ir, t, one(ir, t), exp_t(ir, t, LLVMBuildFNeg(BLD, A, ""))));
 }
 EMIT(silu) {
     FLOAT_ONLY("silu");
+    if (t == TJ_F32) return tjl_math(ir, TJL_SILUF, A, NULL);
     return fdiv(ir, A, add(ir, t, one(ir, t), exp_t(ir, t, LLVMBuildFNeg(BLD, A, ""))));
 }
 EMIT(relu) {

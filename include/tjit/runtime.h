@@ -61,8 +61,10 @@ typedef struct tj_compile_options {
     /* The passes to run, comma-separated (see tjit/passes.h): NULL runs
      * tj_default_pipeline(), "" none. */
     const char *passes;
-    /* The code generator of fusion groups: "portable" (the fused-loop
-     * runner; the default when NULL), or another built-in backend. */
+    /* The code generator of fusion groups on the CPU: "llvm" (machine code
+     * from LLVM), "llvm-libm" (the same, with libm's bits), "portable" (the
+     * fused-loop runner). NULL: $TJIT_BACKEND when set, else the fastest
+     * built ("llvm" where the library has LLVM, else "portable"). */
     const char *backend;
     /* Gradients: requires_grad[k] says whether unbound input k gets one (NULL:
      * none does); grad_parameters gives every floating-point parameter one.

@@ -123,6 +123,10 @@ TJM_FN float tjm_tanh(float x) { return ::tanhf(x); }
 TJM_FN double tjm_tanh(double x) { return ::tanh(x); }
 TJM_FN float tjm_erf(float x) { return ::erff(x); }
 TJM_FN double tjm_erf(double x) { return ::erf(x); }
+TJM_FN float tjm_sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
+TJM_FN double tjm_sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
+TJM_FN float tjm_silu(float x) { return x / (1.0f + ::expf(-x)); }
+TJM_FN double tjm_silu(double x) { return x / (1.0 + ::exp(-x)); }
 
 /* ---- the tjm_* helpers of core/pw_math.h -------------------------------------- */
 TJM_FN float tjm_abs(float x) { return ::fabsf(x); }
