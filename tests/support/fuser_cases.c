@@ -26,7 +26,7 @@ static tj_program *compile_copy(tj_graph *g, bool fuse, const char *backend, int
     assert_int_equal(tj_graph_verify(copy), TJ_OK);
     tj_compile_options opts = {.allow_size_change = false};
     opts.passes = "";
-    opts.backend = backend;
+    opts.backend = backend ? backend : "portable"; /* NULL: the reference, whatever the default */
     opts.dynamic_replay = dynamic;
     tj_program *p = tj_compile(copy, &opts);
     if (!p) fail_msg("compile: %s", tj_last_error());
