@@ -86,7 +86,7 @@ static inline float tjm_tanhf(float x) {
  * The same scheme in double: branch-free range reduction and Cephes's
  * rational fits. The LLVM backend (backends/llvm/) emits these operation for
  * operation, so its vectorised kernels give the same bits as these C
- * versions; the op table still takes f64 exp/log/tanh, erf and pow from libm,
+ * versions; the op table still takes f64 exp/log/tanh and erf from libm,
  * so today these are the LLVM backend's reference (tests/test_llvm_math.c
  * holds both to libm and to each other; docs/codegen.md has the ulp table). */
 
@@ -100,6 +100,8 @@ static inline uint64_t tjm_f64_bits(double f) {
 }
 /* 2^n for n in [-1022, 1023] */
 static inline double tjm_pow2i_d(int64_t n) { return tjm_f64_from_bits((uint64_t)(n + 1023) << 52); }
+
+#include "pw_trig.h" /* sin, cos, log1p, expm1 and f64 pow */
 
 static inline double tjm_expd(double x) {
     bool nan = x != x;
@@ -316,8 +318,8 @@ static inline int64_t tjm_ipow(int64_t b, int64_t e) {
     }
     return (int64_t)r;
 }
-static inline float tjm_pow_f(float a, float b) { return pow(a, b); }
-static inline double tjm_pow_d(double a, double b) { return pow(a, b); }
+static inline float tjm_pow_f(float a, float b) { return tjm_powf(a, b); }
+static inline double tjm_pow_d(double a, double b) { return tjm_powd(a, b); }
 static inline int64_t tjm_pow_i(int64_t a, int64_t b) { return tjm_ipow(a, b); }
 static inline bool tjm_pow_b(bool a, bool b) { return a || !b; }
 #define tjm_pow(a, b) TJM_GENERIC(tjm_pow, a)(a, b)
