@@ -1,5 +1,5 @@
-/* pw_trig.h — the vectorisable sin, cos, log1p, expm1 (f32 and f64) and f64
- * pow of pw_math.h (which includes this file after its bit helpers).
+/* pw_trig.h — the vectorisable sin, cos, log1p, expm1 and pow (f32 and f64)
+ * of pw_math.h (which includes this file after its bit helpers).
  *
  * Everything is computed in double, branch-free, with explicit fma() where
  * an exact product or remainder is needed (one instruction on the AVX2 and
@@ -186,20 +186,13 @@ static inline float tjm_log1pf(float x) { return (float)tjm_log1pd((double)x); }
 
 /* ---- pow --------------------------------------------------------------------- */
 
-/* e^(b ln|a|) with b ln|a| as a double-double (clamped to +-800, where the
- * result is already 0 or inf): n = round(y / ln2), r = y - n ln2 with the
- * first product exact in an fma; e^r = 1 + r + r^2 H(r); 2^n in two factors.
- * Then C99's special cases (F.9.4.4) and glibc's for signalling NaNs, as in
- * tjm_powf. */
-static inline bool tjm_is_snand(double x) { return x != x && !(tjm_f64_bits(x) & 0x8000000000000ull); }
-static inline double tjm_powd(double a, double b) {
-    double ll;
-    double lh = tjm_log_dd(fabs(a), &ll);
-    double yh = b * lh;
-    double yl = fma(b, lh, -yh) + b * ll;
+/* e^(yh + yl) for a double-double y (clamped to +-800, where the result is
+ * already 0 or inf; NaN gives NaN): n = round(y / ln2), r = y - n ln2 with
+ * the first product exact in an fma, e^r = 1 + r + r^2 H(r), 2^n in two
+ * factors. */
+static inline double tjm_exp_dd(double yh, double yl) {
     bool y_nan = yh != yh;
-    bool out = !(fabs(yh) <= 800.0);
-    yl = out ? 0.0 : yl;
+    yl = fabs(yh) <= 800.0 ? yl : 0.0;
     yh = y_nan ? 0.0 : yh < -800.0 ? -800.0 : yh > 800.0 ? 800.0 : yh;
     double fn = (yh * 1.4426950408889634 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
     double r = fma(-fn, 0.6931471805599453, yh);
@@ -207,7 +200,17 @@ static inline double tjm_powd(double a, double b) {
     double e = (1.0 + r) + tjm_expm1_tail(r);
     double n1 = (fn * 0.5 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
     double v = e * tjm_pow2_dd(n1) * tjm_pow2_dd(fn - n1);
-    v = y_nan ? __builtin_nan("") : v;
+    return y_nan ? __builtin_nan("") : v;
+}
+/* pow: e^(b ln|a|) with b ln|a| as a double-double, then C99's special
+ * cases (F.9.4.4) and glibc's for signalling NaNs. The f32 one needs y in
+ * double only. */
+static inline bool tjm_is_snand(double x) { return x != x && !(tjm_f64_bits(x) & 0x8000000000000ull); }
+static inline double tjm_powd(double a, double b) {
+    double ll;
+    double lh = tjm_log_dd(fabs(a), &ll);
+    double yh = b * lh;
+    double v = tjm_exp_dd(yh, fma(b, lh, -yh) + b * ll);
     double half = b * 0.5;
     bool b_int = floor(b) == b, b_odd = b_int & (floor(half) != half);
     bool a_neg = (tjm_f64_bits(a) >> 63) != 0;
@@ -216,6 +219,20 @@ static inline double tjm_powd(double a, double b) {
     v = (a == -1.0) & (fabs(b) == __builtin_inf()) ? 1.0 : v;
     v = b == 0.0 ? (tjm_is_snand(a) ? a + b : 1.0) : v;
     return a == 1.0 ? (tjm_is_snand(b) ? a + b : 1.0) : v;
+}
+static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
+static inline float tjm_powf(float a, float b) {
+    double ll;
+    double y = (double)b * tjm_log_dd((double)fabs(a), &ll);
+    float v = (float)tjm_exp_dd(y, 0.0);
+    float half = b * 0.5f;
+    bool b_int = floor(b) == b, b_odd = b_int & (floor(half) != half);
+    bool a_neg = (tjm_f32_bits(a) >> 31) != 0;
+    v = a_neg & b_odd ? -v : v;
+    v = (a < 0.0f) & (a != -__builtin_inff()) & !b_int ? __builtin_nanf("") : v;
+    v = (a == -1.0f) & (fabs(b) == __builtin_inff()) ? 1.0f : v;
+    v = b == 0.0f ? (tjm_is_snanf(a) ? a + b : 1.0f) : v;
+    return a == 1.0f ? (tjm_is_snanf(b) ? a + b : 1.0f) : v;
 }
 
 #define tjm_sin(x) _Generic((x), float: tjm_sinf, default: tjm_sind)(x)
