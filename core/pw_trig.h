@@ -203,8 +203,7 @@ static inline double tjm_exp_dd(double yh, double yl) {
     return y_nan ? __builtin_nan("") : v;
 }
 /* pow: e^(b ln|a|) with b ln|a| as a double-double, then C99's special
- * cases (F.9.4.4) and glibc's for signalling NaNs. The f32 one needs y in
- * double only. */
+ * cases (F.9.4.4) and glibc's for signalling NaNs. */
 static inline bool tjm_is_snand(double x) { return x != x && !(tjm_f64_bits(x) & 0x8000000000000ull); }
 static inline double tjm_powd(double a, double b) {
     double ll;
@@ -222,9 +221,10 @@ static inline double tjm_powd(double a, double b) {
 }
 static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
 static inline float tjm_powf(float a, float b) {
-    double ll;
-    double y = (double)b * tjm_log_dd((double)fabs(a), &ll);
-    float v = (float)tjm_exp_dd(y, 0.0);
+    double ll, bd = (double)b;
+    double lh = tjm_log_dd((double)fabs(a), &ll);
+    double yh = bd * lh;
+    float v = (float)tjm_exp_dd(yh, fma(bd, lh, -yh) + bd * ll); /* exact powers of two */
     float half = b * 0.5f;
     bool b_int = floor(b) == b, b_odd = b_int & (floor(half) != half);
     bool a_neg = (tjm_f32_bits(a) >> 31) != 0;
