@@ -73,6 +73,13 @@ static V trig_huge(fb *f, V x) {
     return and1(f, gt(f, ax, K(f, 1.0e9)), ne(f, ax, K(f, INFINITY)));
 }
 
+/* memory(none): libm's sin and cos touch errno only for infinities, which
+ * never reach them here; said so, the loop vectoriser may call the function
+ * through its vector version. */
+static LLVMAttributeRef no_memory(tjl_ir *ir) {
+    return LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("memory", 6), 0);
+}
+
 /* libm's name called through f's builder (nobuiltin, as tjl_libm) */
 static V libm1(fb *f, const char *name, V x) {
     tjl_ir *ir = f->ir;
@@ -82,6 +89,7 @@ static V libm1(fb *f, const char *name, V x) {
     V call = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, &x, 1, "");
     unsigned kind = LLVMGetEnumAttributeKindForName("nobuiltin", 9);
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ir->ctx, kind, 0));
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, no_memory(ir));
     return call;
 }
 
@@ -96,6 +104,7 @@ static V trig_body(fb *f, V x, bool f32, bool odd, tjl_fn self, const char *libm
     LLVMContextRef ctx = f->ir->ctx;
     LLVMBasicBlockRef here = LLVMGetInsertBlock(f->b);
     LLVMValueRef fn = LLVMGetBasicBlockParent(here);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, no_memory(f->ir));
     LLVMBasicBlockRef fix = LLVMAppendBasicBlockInContext(ctx, fn, "huge");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(ctx, fn, "done");
     V any = f->vf ? intrinsic1(f, "llvm.vector.reduce.or", huge) : huge;
