@@ -269,8 +269,8 @@ static inline int64_t tjm_ipow(int64_t b, int64_t e) {
     }
     return (int64_t)r;
 }
-static inline float tjm_pow_f(float a, float b) { return tjm_powf(a, b); }
-static inline double tjm_pow_d(double a, double b) { return tjm_powd(a, b); }
+TJM_ALWAYS_INLINE float tjm_pow_f(float a, float b) { return tjm_powf(a, b); }
+TJM_ALWAYS_INLINE double tjm_pow_d(double a, double b) { return tjm_powd(a, b); }
 static inline int64_t tjm_pow_i(int64_t a, int64_t b) { return tjm_ipow(a, b); }
 static inline bool tjm_pow_b(bool a, bool b) { return a || !b; }
 #define tjm_pow(a, b) TJM_GENERIC(tjm_pow, a)(a, b)

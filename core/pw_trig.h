@@ -21,6 +21,14 @@
 #ifndef TJIT_PW_TRIG_H
 #define TJIT_PW_TRIG_H
 
+/* Inlined always: out of line (GCC declines to inline pow into the four
+ * paths of a binary loop) the contiguous loop would not vectorise. */
+#if defined(__GNUC__)
+#define TJM_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define TJM_ALWAYS_INLINE static inline
+#endif
+
 #define TJM_ROUND_MAGIC 6755399441055744.0 /* 1.5 * 2^52: adding and subtracting it rounds */
 #define TJM_TRIG_FAST_MAX 1.0e9
 
@@ -70,7 +78,7 @@ static inline double tjm_cos_poly(double r, double lo) {
     return w + (((1.0 - w) - hz) + (z * z * c - r * lo));
 }
 /* sin (odd = 0) or cos (odd = 1) of x in quadrant q + odd */
-static inline double tjm_sincos_fast(double x, uint64_t odd) {
+TJM_ALWAYS_INLINE double tjm_sincos_fast(double x, uint64_t odd) {
     double lo;
     uint64_t q;
     double r = tjm_trig_reduce(x, &lo, &q);
@@ -111,7 +119,7 @@ static inline double tjm_expm1_tail(double r) {
 /* x = n ln2 + r; e^x - 1 = (2^n - 1) + 2^n r + 2^n r^2 H(r) while 2^n - 1 is
  * exact (n <= 53), (1 + r + r^2 H) 2^n beyond, in two factors so that it
  * overflows to inf. Below -40 the result is -1 in double. */
-static inline double tjm_expm1d(double x) {
+TJM_ALWAYS_INLINE double tjm_expm1d(double x) {
     double xc = x != x ? 0.0 : x < -40.0 ? -40.0 : x > 710.0 ? 710.0 : x;
     double fn = (xc * 1.4426950408889634 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
     double r = fma(-fn, 0.6931471805599453, xc);
@@ -134,7 +142,7 @@ static inline float tjm_expm1f(float x) { return (float)tjm_expm1d((double)x); }
  * ln inf = inf with *lo = 0. x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
  * s = f / (2 + f) as a double-double: ln m = 2 s + 2 s^3 / 3 + 2 s^5 / 5 + ...
  * with the s^3 term in double-double too. */
-static inline double tjm_log_dd(double x, double *lo) {
+TJM_ALWAYS_INLINE double tjm_log_dd(double x, double *lo) {
     bool tiny = x < 2.2250738585072014e-308;
     double xs = tiny ? x * 18014398509481984.0 : x; /* denormals: times 2^54 */
     uint64_t u = tjm_f64_bits(xs);
@@ -171,7 +179,7 @@ static inline double tjm_log_dd(double x, double *lo) {
     return zero ? -__builtin_inf() : keep ? x : hi;
 }
 /* ln(1 + x) = ln u + c / u with u = 1 + x rounded and c its rounding error */
-static inline double tjm_log1pd(double x) {
+TJM_ALWAYS_INLINE double tjm_log1pd(double x) {
     double u = 1.0 + x;
     double c = fabs(x) < 1.0 ? x - (u - 1.0) : 1.0 - (u - x);
     double lo;
@@ -190,7 +198,7 @@ static inline float tjm_log1pf(float x) { return (float)tjm_log1pd((double)x); }
  * already 0 or inf; NaN gives NaN): n = round(y / ln2), r = y - n ln2 with
  * the first product exact in an fma, e^r = 1 + r + r^2 H(r), 2^n in two
  * factors. */
-static inline double tjm_exp_dd(double yh, double yl) {
+TJM_ALWAYS_INLINE double tjm_exp_dd(double yh, double yl) {
     bool y_nan = yh != yh;
     yl = fabs(yh) <= 800.0 ? yl : 0.0;
     yh = y_nan ? 0.0 : yh < -800.0 ? -800.0 : yh > 800.0 ? 800.0 : yh;
@@ -205,7 +213,7 @@ static inline double tjm_exp_dd(double yh, double yl) {
 /* pow: e^(b ln|a|) with b ln|a| as a double-double, then C99's special
  * cases (F.9.4.4) and glibc's for signalling NaNs. */
 static inline bool tjm_is_snand(double x) { return x != x && !(tjm_f64_bits(x) & 0x8000000000000ull); }
-static inline double tjm_powd(double a, double b) {
+TJM_ALWAYS_INLINE double tjm_powd(double a, double b) {
     double ll;
     double lh = tjm_log_dd(fabs(a), &ll);
     double yh = b * lh;
@@ -220,7 +228,7 @@ static inline double tjm_powd(double a, double b) {
     return a == 1.0 ? (tjm_is_snand(b) ? a + b : 1.0) : v;
 }
 static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
-static inline float tjm_powf(float a, float b) {
+TJM_ALWAYS_INLINE float tjm_powf(float a, float b) {
     double ll, bd = (double)b;
     double lh = tjm_log_dd((double)fabs(a), &ll);
     double yh = bd * lh;

@@ -100,7 +100,7 @@ static V tanhf_body(fb *f, V x) {
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
 
-/* The reduction shared by logd_body and log2d_body: m in [sqrt(1/2), sqrt(2))
+/* The reduction of logd_body: m in [sqrt(1/2), sqrt(2))
  * as f = m - 1, and the exponent e as a float. */
 static V log_reduce(fb *f, V x, V *fe) {
     V tiny = lt(f, x, K(f, 2.2250738585072014e-308));
