@@ -269,7 +269,9 @@ static inline int64_t tjm_ipow(int64_t b, int64_t e) {
     }
     return (int64_t)r;
 }
-TJM_ALWAYS_INLINE float tjm_pow_f(float a, float b) { return tjm_powf(a, b); }
+/* f32 pow stays glibc's powf: table-driven, it is twice as fast as tjm_powf
+ * on AVX2 (which LLVM's "llvm" mode uses; docs/performance.md). */
+static inline float tjm_pow_f(float a, float b) { return pow(a, b); }
 TJM_ALWAYS_INLINE double tjm_pow_d(double a, double b) { return tjm_powd(a, b); }
 static inline int64_t tjm_pow_i(int64_t a, int64_t b) { return tjm_ipow(a, b); }
 static inline bool tjm_pow_b(bool a, bool b) { return a || !b; }

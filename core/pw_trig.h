@@ -1,9 +1,9 @@
 /* pw_trig.h — the vectorisable sin, cos, log1p, expm1 and pow (f32 and f64)
  * of pw_math.h (which includes this file after its bit helpers).
  *
- * Everything is computed in double, branch-free, with explicit fma() where
- * an exact product or remainder is needed (one instruction on the AVX2 and
- * AVX-512 builds of the kernels, glibc's exact software fma on the baseline
+ * Everything is computed in double, branch-free, with tjm_fma_exact where
+ * an exact product error or remainder is needed (one fma instruction on the
+ * AVX2 and AVX-512 builds of the kernels, Dekker's product on the baseline
  * build: the same bits on every path). The f32 functions round the double
  * result, so they are within 0.5 ulp plus a sliver. No conversion between
  * double and 64-bit integers appears (AVX2 has none): exponents go in and
@@ -29,6 +29,22 @@
 #define TJM_ALWAYS_INLINE static inline
 #endif
 
+/* fma(a, b, c) where its exact result is representable: the error of a
+ * product (c = -RN(a b)) or a remainder close to c (c ~ -a b). Where the
+ * build has no FMA instruction, Dekker's exact product gives the same bits
+ * (glibc's software fma would be ten times slower). */
+#if defined(__FMA__) || defined(__aarch64__) || defined(__ARM_FEATURE_FMA)
+static inline double tjm_fma_exact(double a, double b, double c) { return fma(a, b, c); }
+#else
+static inline double tjm_fma_exact(double a, double b, double c) {
+    double ca = 134217729.0 * a, cb = 134217729.0 * b; /* Veltkamp: 2^27 + 1 */
+    double ah = ca - (ca - a), al = a - ah, bh = cb - (cb - b), bl = b - bh;
+    double p = a * b;
+    double e = ((ah * bh - p) + ah * bl + al * bh) + al * bl; /* a b = p + e exactly */
+    return (c + p) + e;
+}
+#endif
+
 #define TJM_ROUND_MAGIC 6755399441055744.0 /* 1.5 * 2^52: adding and subtracting it rounds */
 #define TJM_TRIG_FAST_MAX 1.0e9
 
@@ -52,8 +68,8 @@ static inline double tjm_exponent_field(double x) {
 static inline double tjm_trig_reduce(double x, double *lo, uint64_t *q) {
     double fn = (x * 0.6366197723675814 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
     *q = tjm_f64_bits(fn + TJM_ROUND_MAGIC) & 3u;
-    double r1 = fma(-fn, 1.5707963267948966, x);
-    double w = fn * 6.123233995736766e-17, we = fma(fn, 6.123233995736766e-17, -w);
+    double r1 = tjm_fma_exact(-fn, 1.5707963267948966, x);
+    double w = fn * 6.123233995736766e-17, we = tjm_fma_exact(fn, 6.123233995736766e-17, -w);
     double r2 = r1 - w, bb = r2 - r1;
     double e2 = (r1 - (r2 - bb)) + (-w - bb);
     double l = (e2 - we) - fn * -1.4973849048591698e-33;
@@ -122,8 +138,8 @@ static inline double tjm_expm1_tail(double r) {
 TJM_ALWAYS_INLINE double tjm_expm1d(double x) {
     double xc = x != x ? 0.0 : x < -40.0 ? -40.0 : x > 710.0 ? 710.0 : x;
     double fn = (xc * 1.4426950408889634 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
-    double r = fma(-fn, 0.6931471805599453, xc);
-    r = fma(-fn, 2.3190468138462996e-17, r);
+    double r = tjm_fma_exact(-fn, 0.6931471805599453, xc);
+    r = r - fn * 2.3190468138462996e-17;
     double t = tjm_expm1_tail(r);
     bool big = fn > 53.0;
     double s = tjm_pow2_dd(big ? 0.0 : fn);
@@ -154,9 +170,9 @@ TJM_ALWAYS_INLINE double tjm_log_dd(double x, double *lo) {
     double f = m - 1.0;
     double dh = 2.0 + f, dl = f - (dh - 2.0);
     double sh = f / dh;
-    double sl = (fma(-sh, dh, f) - sh * dl) / dh;
-    double s2h = sh * sh, s2l = fma(sh, sh, -s2h);
-    double s3h = s2h * sh, s3l = fma(s2h, sh, -s3h) + s2l * sh;
+    double sl = (tjm_fma_exact(-sh, dh, f) - sh * dl) / dh;
+    double s2h = sh * sh, s2l = tjm_fma_exact(sh, sh, -s2h);
+    double s3h = s2h * sh, s3l = tjm_fma_exact(s2h, sh, -s3h) + s2l * sh;
     double z = s2h;
     double q = (((((((((0.08 * z + 2.0 / 23.0) * z + 2.0 / 21.0) * z + 2.0 / 19.0) * z + 2.0 / 17.0) * z +
                      2.0 / 15.0) * z + 2.0 / 13.0) * z + 2.0 / 11.0) * z + 2.0 / 9.0) * z + 2.0 / 7.0) * z +
@@ -165,11 +181,11 @@ TJM_ALWAYS_INLINE double tjm_log_dd(double x, double *lo) {
     double ch = 0.6666666666666666 + qz; /* 2/3 + s^2 Q as ch + cl */
     double cl = (0.6666666666666666 - ch) + qz + 3.700743415417188e-17;
     double th = s3h * ch;
-    double tl = fma(s3h, ch, -th) + (s3h * cl + s3l * ch) + 2.0 * s2h * sl;
+    double tl = tjm_fma_exact(s3h, ch, -th) + (s3h * cl + s3l * ch) + 2.0 * s2h * sl;
     double mh = 2.0 * sh + th; /* ln m */
     double ml = ((2.0 * sh - mh) + th) + (2.0 * sl + tl);
     double kh = k * 0.6931471805599453; /* k ln2 */
-    double kl = fma(k, 0.6931471805599453, -kh) + k * 2.3190468138462996e-17;
+    double kl = tjm_fma_exact(k, 0.6931471805599453, -kh) + k * 2.3190468138462996e-17;
     double h = kh + mh, hb = h - kh;
     double e = (kh - (h - hb)) + (mh - hb) + (kl + ml);
     double hi = h + e;
@@ -203,7 +219,7 @@ TJM_ALWAYS_INLINE double tjm_exp_dd(double yh, double yl) {
     yl = fabs(yh) <= 800.0 ? yl : 0.0;
     yh = y_nan ? 0.0 : yh < -800.0 ? -800.0 : yh > 800.0 ? 800.0 : yh;
     double fn = (yh * 1.4426950408889634 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
-    double r = fma(-fn, 0.6931471805599453, yh);
+    double r = tjm_fma_exact(-fn, 0.6931471805599453, yh);
     r = r + (yl - fn * 2.3190468138462996e-17);
     double e = (1.0 + r) + tjm_expm1_tail(r);
     double n1 = (fn * 0.5 + TJM_ROUND_MAGIC) - TJM_ROUND_MAGIC;
@@ -217,7 +233,7 @@ TJM_ALWAYS_INLINE double tjm_powd(double a, double b) {
     double ll;
     double lh = tjm_log_dd(fabs(a), &ll);
     double yh = b * lh;
-    double v = tjm_exp_dd(yh, fma(b, lh, -yh) + b * ll);
+    double v = tjm_exp_dd(yh, tjm_fma_exact(b, lh, -yh) + b * ll);
     double half = b * 0.5;
     bool b_int = floor(b) == b, b_odd = b_int & (floor(half) != half);
     bool a_neg = (tjm_f64_bits(a) >> 63) != 0;
@@ -232,7 +248,7 @@ TJM_ALWAYS_INLINE float tjm_powf(float a, float b) {
     double ll, bd = (double)b;
     double lh = tjm_log_dd((double)fabs(a), &ll);
     double yh = bd * lh;
-    float v = (float)tjm_exp_dd(yh, fma(bd, lh, -yh) + bd * ll); /* exact powers of two */
+    float v = (float)tjm_exp_dd(yh, tjm_fma_exact(bd, lh, -yh) + bd * ll); /* exact powers of two */
     float half = b * 0.5f;
     bool b_int = floor(b) == b, b_odd = b_int & (floor(half) != half);
     bool a_neg = (tjm_f32_bits(a) >> 31) != 0;

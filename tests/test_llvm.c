@@ -4,9 +4,9 @@
  *     NaN, denormals, huge and tiny numbers), gives the unfused op's bits:
  *     exactly for "llvm-libm", and for "llvm" exactly except where it takes a
  *     vectorised function instead of libm (f64 exp/log/tanh/erf and what is
- *     built on them, f32 erf), which stay within a stated ulp bound (sin,
- *     cos, log1p, expm1 and pow are the portable runner's own functions in
- *     both modes: exact);
+ *     built on them, f32 erf and pow), which stay within a stated ulp bound
+ *     (sin, cos, log1p, expm1 and f64 pow are the portable runner's own
+ *     functions in both modes: exact);
  *   - the fuser's differential tester (tests/support/fuser_cases.c): random
  *     pointwise models fused into LLVM kernels against the unfused replay,
  *     bit for bit, across dtypes, broadcasting, strides and chunks;
@@ -67,7 +67,7 @@ static tj_tensor *op_input(tj_generator *gen, tj_dtype dt, int which) {
 static bool vectorised_libm(const tj_op_info *op, tj_dtype t) {
     static const char *f64_ops[] = {"aten::exp", "aten::log", "aten::tanh", "aten::sigmoid",
                                     "aten::silu", "aten::gelu", "aten::erf"};
-    static const char *f32_ops[] = {"aten::erf", "aten::gelu"};
+    static const char *f32_ops[] = {"aten::erf", "aten::gelu", "aten::pow", "aten::pow.Tensor_Scalar"};
     const char *name = op->name;
     for (size_t i = 0; t == TJ_F64 && i < sizeof f64_ops / sizeof *f64_ops; i++)
         if (!strcmp(name, f64_ops[i])) return true;
@@ -224,7 +224,8 @@ static void differential(const char *backend, bool (*op_ok)(const tj_op_info *),
 
 /* The ops whose "llvm" code is libm's or mirrors the portable runner's in f32. */
 static bool same_bits_in_f32(const tj_op_info *op) {
-    return strcmp(op->name, "aten::erf") && strcmp(op->name, "aten::gelu");
+    return strcmp(op->name, "aten::erf") && strcmp(op->name, "aten::gelu") && strcmp(op->name, "aten::pow") &&
+           strcmp(op->name, "aten::pow.Tensor_Scalar");
 }
 #endif
 

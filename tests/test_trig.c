@@ -1,6 +1,6 @@
 /* test_trig.c — the eager CPU kernels of sin, cos, log1p, expm1 and pow (the
- * vectorisable versions of core/pw_trig.h and tjm_powf) on every instruction
- * set this CPU runs (backends/cpu/isa.h), each path forced in turn:
+ * vectorisable versions of core/pw_trig.h; f32 pow is glibc's powf) on every
+ * instruction set this CPU runs (backends/cpu/isa.h), each path forced in turn:
  *   - accuracy sweeps against a correctly rounded reference (f32: libm in
  *     double, rounded; f64: libm in long double, rounded), at most 2 ulp;
  *   - special values exactly (signed zeros, infinities, NaN, denormals,

@@ -243,7 +243,7 @@ EMIT(sub) { REQUIRE(t != TJ_BOOL, "sub"); return sub(ir, t, A, mul(ir, t, P0, B)
 EMIT(mul) { return t == TJ_BOOL ? LLVMBuildAnd(BLD, A, B, "") : mul(ir, t, A, B); }
 EMIT(div) { FLOAT_ONLY("div"); return fdiv(ir, A, B); }
 EMIT(pow) {
-    if (t == TJ_F32) return call_math(ir, (mathfn){TJL_POWF, "powf", true}, A, B);
+    if (t == TJ_F32) return call_math(ir, (mathfn){TJL_POWF, "powf", false}, A, B);
     if (t == TJ_F64) return call_math(ir, (mathfn){TJL_POWD, "pow", true}, A, B);
     REQUIRE(t == TJ_I64, "pow");
     return tjl_libm(ir, "tjl_ipow", A, B); /* jit.c defines it: pw_math.h's tjm_ipow */

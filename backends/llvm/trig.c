@@ -1,7 +1,7 @@
 /* trig.c — core/pw_trig.h's sin, cos, expm1, log1p (f32 and f64) and pow as
  * IR, emitted operation for operation in the C versions' order with no
- * fast-math flags, fma as llvm.fma: the same bits as the C versions on every
- * lane (tests/test_llvm_math.c). sin and cos end in a rare branch: a lane
+ * fast-math flags, tjm_fma_exact as llvm.fma (its results are exact, so any
+ * exact method gives them): the same bits as the C versions on every lane (tests/test_llvm_math.c). sin and cos end in a rare branch: a lane
  * beyond the reduction's range calls libm (the scalar function) or, in a
  * vector version, has its lanes redone by the scalar function. math.c's
  * table makes these module functions. */
@@ -151,7 +151,7 @@ static V expm1d(fb *f, V x) {
                sel(f, lt(f, x, K(f, -40.0)), K(f, -40.0), sel(f, gt(f, x, K(f, 710.0)), K(f, 710.0), x)));
     V fn = round_int(f, mul(f, xc, K(f, 1.4426950408889634)));
     V r = fma3(f, neg(f, fn), K(f, LN2_HI), xc);
-    r = fma3(f, neg(f, fn), K(f, LN2_LO), r);
+    r = sub(f, r, mul(f, fn, K(f, LN2_LO)));
     V t = expm1_tail(f, r);
     V big = gt(f, fn, K(f, 53.0));
     V s = pow2_dd(f, sel(f, big, K(f, 0.0), fn));
