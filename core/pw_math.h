@@ -129,11 +129,11 @@ static inline float tjm_tanhf(float x) {
     return x != x ? x + x : r; /* NaN: quieted, as arithmetic on it would */
 }
 
-/* ---- f64 exp, log, tanh, erf and f32 erf, pow that vectorise ---------------
+/* ---- f64 exp, log, tanh, erf and f32 erf that vectorise ----------------------
  * The same scheme in double: branch-free range reduction and Cephes's
  * rational fits. The LLVM backend (backends/llvm/) emits these operation for
  * operation, so its vectorised kernels give the same bits as these C
- * versions; the op table still takes f64 exp/log/tanh, erf and pow from libm,
+ * versions; the op table still takes f64 exp/log/tanh and erf from libm,
  * so today these are the LLVM backend's reference (tests/test_llvm_math.c
  * holds both to libm and to each other; docs/codegen.md has the ulp table). */
 
@@ -147,6 +147,8 @@ static inline uint64_t tjm_f64_bits(double f) {
 }
 /* 2^n for n in [-1022, 1023] */
 static inline double tjm_pow2i_d(int64_t n) { return tjm_f64_from_bits((uint64_t)(n + 1023) << 52); }
+
+#include "pw_trig.h" /* sin, cos, log1p, expm1 and pow */
 
 static inline double tjm_expd(double x) {
     bool nan = x != x;
@@ -234,32 +236,6 @@ static inline double tjm_erfd(double x) {
     return x != x ? x : r;
 }
 
-/* log2 for pow: like tjm_logd, with the exponent kept apart, so that a power
- * of two gives its exponent exactly. */
-static inline double tjm_log2d(double x) {
-    bool tiny = x < 2.2250738585072014e-308;
-    uint64_t u = tjm_f64_bits(tiny ? x * 18014398509481984.0 : x);
-    int64_t e = (int64_t)((u >> 52) & 0x7ff) - 1023 - (tiny ? 54 : 0);
-    double m = tjm_f64_from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
-    bool big = m > 1.4142135623730950488;
-    m = big ? m * 0.5 : m;
-    e += big;
-    double f = m - 1.0, z = f * f, fe = (double)e;
-    double p = ((((1.01875663804580931796E-4 * f + 4.97494994976747001425E-1) * f +
-                  4.70579119878881725854E0) * f + 1.44989225341610930846E1) * f +
-                1.79368678507819816313E1) * f + 7.70838733755885391666E0;
-    double q = ((((f + 1.12873587189167450590E1) * f + 4.52279145837532221105E1) * f +
-                 8.29875266912776603211E1) * f + 7.11544750618563894466E1) * f +
-               2.31251620126765340583E1;
-    double y = f * (z * p / q);
-    y += -0.5 * z;
-    double r = fe + (f + y) * 1.4426950408889634074;
-    r = x == 0.0 ? -__builtin_inf() : r;
-    r = x < 0.0 ? __builtin_nan("") : r;
-    r = x == __builtin_inf() ? x : r;
-    return x != x ? x : r;
-}
-
 /* f32 erf in float, so that it vectorises on AVX2 too (no 64-bit integer
  * conversions): x (1 + T(x^2)) below 1, else 1 - e^(-b^2) G(1/b) with b = |x|
  * capped to [1, 4] (erf rounds to 1 from about 3.9). T and G are least-squares
@@ -284,29 +260,6 @@ static inline float tjm_erff(float x) {
     big = x < 0.0f ? -big : big;
     float r = a < 1.0f ? small : big;
     return x != x ? x : r;
-}
-
-/* pow: 2^(b log2 |a|) in double, with C99's special cases (F.9.4.4) and
- * glibc's for signalling NaNs. The integer part of the exponent scales
- * exactly, so powers of two are exact; the rest is within 1 ulp. */
-static inline bool tjm_is_snanf(float x) { return x != x && !(tjm_f32_bits(x) & 0x400000u); }
-static inline float tjm_powf(float a, float b) {
-    double y = (double)b * tjm_log2d((double)(a < 0.0f ? -a : a));
-    bool y_nan = y != y;
-    double yc = y_nan ? 0.0 : y < -1100.0 ? -1100.0 : y > 1100.0 ? 1100.0 : y;
-    double fn = (yc + 6755399441055744.0) - 6755399441055744.0;
-    int64_t n = (int64_t)fn, n1 = n / 2;
-    double e = tjm_expd((yc - fn) * 0.69314718055994530942);
-    float r = (float)(e * tjm_pow2i_d(n1) * tjm_pow2i_d(n - n1));
-    r = y_nan ? __builtin_nanf("") : r;
-    float half = b * 0.5f;
-    bool b_int = floor(b) == b, b_odd = b_int && floor(half) != half;
-    bool a_neg = (tjm_f32_bits(a) >> 31) != 0;
-    r = a_neg && b_odd ? -r : r;
-    r = a < 0.0f && a != -__builtin_inff() && !b_int ? __builtin_nanf("") : r;
-    r = a == -1.0f && (b == __builtin_inff() || b == -__builtin_inff()) ? 1.0f : r;
-    r = b == 0.0f ? (tjm_is_snanf(a) ? a + b : 1.0f) : r;
-    return a == 1.0f ? (tjm_is_snanf(b) ? a + b : 1.0f) : r;
 }
 
 static inline double tjm_exp_d(double x) { return exp(x); }
@@ -367,8 +320,10 @@ static inline int64_t tjm_ipow(int64_t b, int64_t e) {
     }
     return (int64_t)r;
 }
+/* f32 pow stays glibc's powf: table-driven, it is twice as fast as tjm_powf
+ * on AVX2 (which LLVM's "llvm" mode uses; docs/performance.md). */
 static inline float tjm_pow_f(float a, float b) { return pow(a, b); }
-static inline double tjm_pow_d(double a, double b) { return pow(a, b); }
+TJM_ALWAYS_INLINE double tjm_pow_d(double a, double b) { return tjm_powd(a, b); }
 static inline int64_t tjm_pow_i(int64_t a, int64_t b) { return tjm_ipow(a, b); }
 static inline bool tjm_pow_b(bool a, bool b) { return a || !b; }
 #define tjm_pow(a, b) TJM_GENERIC(tjm_pow, a)(a, b)

@@ -4,7 +4,9 @@
  *     NaN, denormals, huge and tiny numbers), gives the unfused op's bits:
  *     exactly for "llvm-libm", and for "llvm" exactly except where it takes a
  *     vectorised function instead of libm (f64 exp/log/tanh/erf and what is
- *     built on them, f32 erf and pow), which stay within a stated ulp bound;
+ *     built on them, f32 erf and pow), which stay within a stated ulp bound
+ *     (sin, cos, log1p, expm1 and f64 pow are the portable runner's own
+ *     functions in both modes: exact);
  *   - the fuser's differential tester (tests/support/fuser_cases.c): random
  *     pointwise models fused into LLVM kernels against the unfused replay,
  *     bit for bit, across dtypes, broadcasting, strides and chunks;

@@ -201,6 +201,18 @@ static void f32_pow(void **state) {
     free(b);
 }
 
+static void f32_sin_cos_log1p_expm1(void **state) {
+    (void)state;
+    sweep_f32("aten::sin", tjm_sinf, sin, -3.5e38, 3.5e38, 2);
+    sweep_f32("aten::cos", tjm_cosf, cos, -3.5e38, 3.5e38, 2);
+    sweep_f32("aten::log1p", tjm_log1pf, log1p, -1.0, 3.5e38, 2);
+    sweep_f32("aten::expm1", tjm_expm1f, expm1, -1e30, 88.7, 2);
+    specials_f32("aten::sin", sin);
+    specials_f32("aten::cos", cos);
+    specials_f32("aten::log1p", log1p);
+    specials_f32("aten::expm1", expm1);
+}
+
 /* ---- f64 --------------------------------------------------------------------------- */
 
 static bool same_d(double a, double b) { return (a != a && b != b) || !memcmp(&a, &b, 8); }
@@ -287,6 +299,79 @@ static void f64_exp_log_tanh_sigmoid_erf(void **state) {
     specials_f64("aten::tanh", tanh);
     specials_f64("aten::erf", erf);
 }
+static void f64_sin_cos_log1p_expm1(void **state) {
+    (void)state;
+    sweep_f64("aten::sin", tjm_sind, sinl, -1e300, 1e300, 2);
+    sweep_f64("aten::cos", tjm_cosd, cosl, -1e300, 1e300, 2);
+    sweep_f64("aten::log1p", tjm_log1pd, log1pl, -1.0, 1.7e308, 2);
+    sweep_f64("aten::expm1", tjm_expm1d, expm1l, -800, 709.7, 2);
+    specials_f64("aten::sin", sin);
+    specials_f64("aten::cos", cos);
+    specials_f64("aten::log1p", log1p);
+    specials_f64("aten::expm1", expm1);
+}
+
+static void f64_pow(void **state) {
+    (void)state;
+    enum { PAIRS = 2000000 };
+    double *a = malloc(sizeof(double) * PAIRS), *b = malloc(sizeof(double) * PAIRS);
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < PAIRS; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        uint64_t u = s, v = s * 0x2545F4914F6CDD1Dull;
+        memcpy(&a[i], &u, 8);
+        memcpy(&b[i], &v, 8);
+        double fu = (double)(u >> 11) / 9007199254740992.0, fv = (double)(v >> 11) / 9007199254740992.0;
+        switch (i % 5) { /* bases and exponents where results stay finite, and integers */
+        case 0: a[i] = fu * 8; b[i] = fv * 600 - 300; break;
+        case 1: b[i] = (double)((int)(v % 61) - 30); break;
+        case 2: a[i] = -fu * 10; b[i] = (double)((int)(v % 21) - 10); break;
+        case 3: a[i] = 1 + (fu - 0.5) * 1e-9; b[i] = (fv - 0.5) * 1e12; break;
+        default: break; /* any bits at all */
+        }
+    }
+    tj_tensor *out = run_kernel("aten::pow", a, b, PAIRS, TJ_F64);
+    const double *got = tj_data(out);
+    double worst = 0;
+    for (int i = 0; i < PAIRS; i++) {
+        if (!same_d(got[i], tjm_powd(a[i], b[i])))
+            fail_msg("pow(%a, %a): kernel %a, C version %a", a[i], b[i], got[i], tjm_powd(a[i], b[i]));
+        long double want = powl((long double)a[i], (long double)b[i]);
+        double wd = (double)want;
+        if (!isfinite(wd) || !isfinite(got[i])) {
+            if (!same_d(got[i], wd)) fail_msg("pow(%a, %a): got %a, want %a", a[i], b[i], got[i], wd);
+            continue;
+        }
+        double d = ulps_d(got[i], want);
+        if (d > worst) worst = d;
+    }
+    print_message("f64 pow      max error %.2f ulp over %d pairs\n", worst, PAIRS);
+    assert_true(worst <= 2);
+    tj_release(out);
+    const double sp[] = {0.0, -0.0, 1.0, -1.0, INFINITY, -INFINITY, NAN, 2.0, -2.0, 0.5, -0.5,
+                         3.0, -3.0, 5e-324, 9007199254740992.0, 9007199254740993.0, 1e300, -1e300};
+    enum { K = sizeof sp / sizeof sp[0] };
+    double x[K * K], y[K * K];
+    for (int i = 0; i < K; i++)
+        for (int j = 0; j < K; j++) {
+            x[i * K + j] = sp[i];
+            y[i * K + j] = sp[j];
+        }
+    out = run_kernel("aten::pow", x, y, K * K, TJ_F64);
+    got = tj_data(out);
+    for (int i = 0; i < K * K; i++) {
+        double want = pow(x[i], y[i]);
+        bool exact = !isfinite(want) || want == 0 || fabs(want) == 1.0;
+        if (exact ? !same_d(got[i], want) : ulps_d(got[i], want) > 2)
+            fail_msg("pow(%a, %a): got %a, want %a", x[i], y[i], got[i], want);
+    }
+    tj_release(out);
+    free(a);
+    free(b);
+}
+
 /* ---- out-of-line functions -------------------------------------------------------
  * A kernel calling the functions more than a few times calls them out of
  * line, through vector versions (backends/llvm/math.c): the same operations
@@ -324,9 +409,10 @@ static bool calls_vector_version(const char *ir, const char *fn) {
     return false;
 }
 
-/* The chain over x as one LLVM kernel, its optimised IR in *ir_text. */
-static tj_tensor *run_chain(tj_tensor *x, char **ir_text) {
-    tj_graph *g = tj_trace(chain_model, NULL, &x, 1, 1, NULL);
+/* model over x as one LLVM kernel, its optimised IR in *ir_text. */
+static tj_tensor *run_model(tj_status (*model)(void *, tj_tensor *const *, int, tj_tensor **, int), tj_tensor *x,
+                            char **ir_text) {
+    tj_graph *g = tj_trace(model, NULL, &x, 1, 1, NULL);
     assert_non_null(g);
     tj_program *p = tj_compile(g, &(tj_compile_options){.backend = "llvm"});
     assert_non_null(p);
@@ -354,7 +440,7 @@ static void outlined_functions_keep_their_bits(void **state) {
     double *xd = malloc(sizeof(double) * (size_t)m);
     for (int64_t i = 0; i < m; i++) xd[i] = xf[i] = all[(i * 8) % n];
     char *text;
-    tj_tensor *x = tensor_of(xf, m, TJ_F32), *out = run_chain(x, &text);
+    tj_tensor *x = tensor_of(xf, m, TJ_F32), *out = run_model(chain_model, x, &text);
     assert_non_null(strstr(text, "vector.body"));
     assert_true(calls_vector_version(text, "@tjl.tanhf.v"));
     free(text);
@@ -365,7 +451,7 @@ static void outlined_functions_keep_their_bits(void **state) {
     tj_release(x);
     tj_release(out);
     x = tensor_of(xd, m, TJ_F64);
-    out = run_chain(x, &text);
+    out = run_model(chain_model, x, &text);
     assert_true(calls_vector_version(text, "@tjl.tanhd.v"));
     free(text);
     const double *gd = tj_data(out);
@@ -375,6 +461,44 @@ static void outlined_functions_keep_their_bits(void **state) {
     tj_release(x);
     tj_release(out);
     free(all);
+    free(xf);
+    free(xd);
+}
+/* sin and cos, even alone, are called through their vector versions (a
+ * lane past the reduction's range takes the rare branch inside them): the
+ * loop vectorises, and huge lanes among ordinary ones keep libm's bits. */
+static tj_status sin_cos_model(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
+    (void)ctx, (void)n_in, (void)n_out;
+    out[0] = tj_mul(tj_sin(in[0]), tj_cos(in[0]));
+    return out[0] ? TJ_OK : tj_last_status();
+}
+
+static void sin_cos_call_vector_versions(void **state) {
+    (void)state;
+    enum { M = 100003 };
+    float *xf = malloc(sizeof(float) * M);
+    double *xd = malloc(sizeof(double) * M);
+    for (int i = 0; i < M; i++) {
+        double v = (i % 101 == 7) ? 1e22 * (1 + i * 1e-6) : (i % 103 == 5) ? 3e38 : (i - M / 2) * 0.013;
+        xd[i] = v;
+        xf[i] = (float)v;
+    }
+    for (int dt = 0; dt < 2; dt++) {
+        char *text;
+        tj_tensor *x = dt ? tensor_of(xd, M, TJ_F64) : tensor_of(xf, M, TJ_F32);
+        tj_tensor *out = run_model(sin_cos_model, x, &text);
+        assert_non_null(strstr(text, "vector.body"));
+        assert_true(calls_vector_version(text, dt ? "@tjl.sind.v" : "@tjl.sinf.v"));
+        assert_true(calls_vector_version(text, dt ? "@tjl.cosd.v" : "@tjl.cosf.v"));
+        free(text);
+        for (int i = 0; i < M; i++) {
+            if (dt ? !same_d(((double *)tj_data(out))[i], tjm_sind(xd[i]) * tjm_cosd(xd[i]))
+                   : !same_f(((float *)tj_data(out))[i], tjm_sinf(xf[i]) * tjm_cosf(xf[i])))
+                fail_msg("%s sin * cos(%a): not the C version's bits", dt ? "f64" : "f32", xd[i]);
+        }
+        tj_release(x);
+        tj_release(out);
+    }
     free(xf);
     free(xd);
 }
@@ -391,8 +515,12 @@ int main(void) {
         cmocka_unit_test(f32_exp_log_tanh_sigmoid),
         cmocka_unit_test(f32_erf),
         cmocka_unit_test(f32_pow),
+        cmocka_unit_test(f32_sin_cos_log1p_expm1),
         cmocka_unit_test(f64_exp_log_tanh_sigmoid_erf),
+        cmocka_unit_test(f64_sin_cos_log1p_expm1),
+        cmocka_unit_test(f64_pow),
         cmocka_unit_test(outlined_functions_keep_their_bits),
+        cmocka_unit_test(sin_cos_call_vector_versions),
     };
 #else
     const struct CMUnitTest tests[] = {cmocka_unit_test(llvm_skipped)};

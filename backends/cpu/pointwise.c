@@ -18,6 +18,19 @@ static inline int64_t cvt_i64(double v) {
 }
 static inline bool cvt_b8(double v) { return v != 0; }
 
+/* sin and cos in the contiguous loop below: every lane takes the vectorised
+ * reduction, except those beyond its range (core/pw_trig.h), which keep
+ * their input and raise pw_rare; only then a second, scalar pass gives those
+ * lanes the full function (libm). Elsewhere pw_exact is true: the full one. */
+#undef tjm_sin
+#undef tjm_cos
+#define PW_TRIG(x, full_f, full_d, fast_f, fast_d)                                  \
+    (pw_exact ? _Generic((x), float: full_f, default: full_d)(x)                    \
+              : (pw_rare |= tjm_trig_huge(x),                                       \
+                 tjm_trig_huge(x) ? (x) : _Generic((x), float: fast_f, default: fast_d)(x)))
+#define tjm_sin(x) PW_TRIG(x, tjm_sinf, tjm_sind, tjm_sinf_fast, tjm_sind_fast)
+#define tjm_cos(x) PW_TRIG(x, tjm_cosf, tjm_cosd, tjm_cosf_fast, tjm_cosd_fast)
+
 /* Inner runs: a contiguous fast path (vectorised), broadcast-scalar paths for
  * binary ops, and a general strided path. The pointers are not restrict: an
  * in-place op reads and writes the same elements through two of them, which
@@ -27,9 +40,17 @@ static inline bool cvt_b8(double v) { return v != 0; }
     O *o_ = (O *)ptr[0];                                                   \
     const T *x_ = (const T *)ptr[1];                                       \
     if (st[0] == sizeof(O) && st[1] == sizeof(T)) {                                 \
-        for (int64_t i = 0; i < n; i++) {                                           \
-            const T a = x_[i];                                                      \
-            o_[i] = (O)(expr);                                                      \
+        {                                                                           \
+            const bool pw_exact = false; /* see tjm_sin below */                    \
+            (void)pw_exact;                                                         \
+            for (int64_t i = 0; i < n; i++) {                                       \
+                const T a = x_[i];                                                  \
+                o_[i] = (O)(expr);                                                  \
+            }                                                                       \
+        }                                                                           \
+        for (int64_t i = 0; pw_rare && i < n; i++) {                                \
+            const T a = (T)o_[i]; /* the lanes the first pass left as they were */  \
+            if (tjm_trig_huge((double)a)) o_[i] = (O)(expr);                        \
         }                                                                           \
     } else {                                                                        \
         for (int64_t i = 0; i < n; i++) {                                           \
@@ -94,8 +115,12 @@ static inline bool cvt_b8(double v) { return v != 0; }
         typedef O_ O;                                                               \
         const double *prm = ctx;                                                    \
         const T p0 = cvt_##sfx(prm[0]), p1 = cvt_##sfx(prm[1]);                     \
+        const bool pw_exact = true;                                                 \
+        int pw_rare = 0;                                                            \
+        (void)pw_rare;                                                              \
         (void)p0;                                                                   \
         (void)p1;                                                                   \
+        (void)pw_exact;                                                             \
         PW_BODY_##arity(expr)                                                       \
     }
 

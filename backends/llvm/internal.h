@@ -64,8 +64,10 @@ tjl_emit_fn tjl_emitter(const tj_op_info *op);
 
 typedef enum tjl_fn {
     TJL_EXPF, TJL_LOGF, TJL_TANHF, /* core/pw_math.h's tjm_expf, tjm_logf, tjm_tanhf */
-    TJL_EXPD, TJL_LOGD, TJL_TANHD, TJL_ERFD, TJL_ERFF, TJL_LOG2D, TJL_POWF,
-    TJL_SIGMOIDF, TJL_SILUF,  /* tjm_sigmoidf, tjm_siluf */
+    TJL_EXPD, TJL_LOGD, TJL_TANHD, TJL_ERFD, TJL_ERFF,
+    TJL_SINF, TJL_COSF, TJL_SIND, TJL_COSD, /* core/pw_trig.h's (trig.c) */
+    TJL_EXPM1F, TJL_EXPM1D, TJL_LOG1PF, TJL_LOG1PD, TJL_POWF, TJL_POWD,
+    TJL_SIGMOIDF, TJL_SILUF, /* tjm_sigmoidf, tjm_siluf */
     TJL_NUM_FNS
 } tjl_fn;
 

@@ -1,6 +1,6 @@
 /* math.c — the transcendentals as inline IR: the vectorisable f32 exp, log,
- * tanh and erf and the f64 exp, log, tanh, erf and f32 pow of
- * core/pw_math.h, emitted operation for operation in the same order with no
+ * tanh and erf and the f64 exp, log, tanh and erf of core/pw_math.h (trig.c
+ * has those of core/pw_trig.h), emitted operation for operation in the same order with no
  * fast-math flags (so no contraction into FMA and no reassociation), which
  * makes a kernel's bits equal to the C versions' (tests/test_llvm_math.c
  * checks it over sweeps of the floats). Each is an internal alwaysinline
@@ -11,56 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-
-typedef LLVMValueRef V;
-
-/* A function being built: its builder and its float type (f32 or f64) and
- * the matching integer type for bit manipulation. */
-typedef struct fb {
-    tjl_ir *ir;
-    LLVMBuilderRef b;
-    LLVMTypeRef t, it;
-    unsigned vf; /* lanes of a vector variant (t and it are vectors), else 0 */
-} fb;
-
-static V K(fb *f, double v) { return LLVMConstReal(f->t, v); } /* splats for a vector type */
-static V KI(fb *f, unsigned long long v) {
-    if (!f->vf) return LLVMConstInt(f->it, v, 0);
-    V lane = LLVMConstInt(LLVMGetElementType(f->it), v, 0), lanes[64];
-    for (unsigned i = 0; i < f->vf; i++) lanes[i] = lane;
-    return LLVMConstVector(lanes, f->vf);
-}
-static V add(fb *f, V a, V b) { return LLVMBuildFAdd(f->b, a, b, ""); }
-static V sub(fb *f, V a, V b) { return LLVMBuildFSub(f->b, a, b, ""); }
-static V mul(fb *f, V a, V b) { return LLVMBuildFMul(f->b, a, b, ""); }
-static V dv(fb *f, V a, V b) { return LLVMBuildFDiv(f->b, a, b, ""); }
-static V neg(fb *f, V a) { return LLVMBuildFNeg(f->b, a, ""); }
-static V cmp(fb *f, LLVMRealPredicate p, V a, V b) { return LLVMBuildFCmp(f->b, p, a, b, ""); }
-static V lt(fb *f, V a, V b) { return cmp(f, LLVMRealOLT, a, b); }
-static V gt(fb *f, V a, V b) { return cmp(f, LLVMRealOGT, a, b); }
-static V eq(fb *f, V a, V b) { return cmp(f, LLVMRealOEQ, a, b); }
-static V ne(fb *f, V a, V b) { return cmp(f, LLVMRealUNE, a, b); } /* C's != */
-static V sel(fb *f, V c, V a, V b) { return LLVMBuildSelect(f->b, c, a, b, ""); }
-static V and1(fb *f, V a, V b) { return LLVMBuildAnd(f->b, a, b, ""); }
-static V or1(fb *f, V a, V b) { return LLVMBuildOr(f->b, a, b, ""); }
-static V not1(fb *f, V a) { return LLVMBuildNot(f->b, a, ""); }
-static V bits(fb *f, V x) { return LLVMBuildBitCast(f->b, x, f->it, ""); }
-static V from_bits(fb *f, V u) { return LLVMBuildBitCast(f->b, u, f->t, ""); }
-
-/* ((c[0] x + c[1]) x + ...) x + c[n-1]: a - c is a + (-c) bit for bit in
- * IEEE arithmetic, so C's subtractions of constants appear as additions. */
-static V horner(fb *f, V x, const double *c, int n) {
-    V p = K(f, c[0]);
-    for (int i = 1; i < n; i++) p = add(f, mul(f, p, x), K(f, c[i]));
-    return p;
-}
-/* Monic: ((x + c[0]) x + c[1]) x + ... + c[n-1]. */
-static V horner1(fb *f, V x, const double *c, int n) {
-    V p = add(f, x, K(f, c[0]));
-    for (int i = 1; i < n; i++) p = add(f, mul(f, p, x), K(f, c[i]));
-    return p;
-}
+#include "mathir.h"
 
 static V call_with(tjl_ir *ir, LLVMBuilderRef b, tjl_fn which, V x, V y);
 static LLVMValueRef get_vector_fn(tjl_ir *ir, tjl_fn which, unsigned vf);
@@ -188,7 +139,7 @@ static V tanhf_body(fb *f, V x) {
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
 
-/* The reduction shared by logd_body and log2d_body: m in [sqrt(1/2), sqrt(2))
+/* The reduction of logd_body: m in [sqrt(1/2), sqrt(2))
  * as f = m - 1, and the exponent e as a float. */
 static V log_reduce(fb *f, V x, V *fe) {
     V tiny = lt(f, x, K(f, 2.2250738585072014e-308));
@@ -314,51 +265,6 @@ static V erff_body(fb *f, V x) {
     return sel(f, ne(f, x, x), x, r);
 }
 
-/* ---- f32 through f64 (tjm_powf) ---------------------------------------------------- */
-
-static V log2d_body(fb *f, V x) {
-    V fe;
-    V fr = log_reduce(f, x, &fe), z = mul(f, fr, fr);
-    V y = mul(f, fr, dv(f, mul(f, z, horner(f, fr, logd_p, 6)), horner1(f, fr, logd_q, 5)));
-    y = add(f, y, mul(f, K(f, -0.5), z));
-    V r = add(f, fe, mul(f, add(f, fr, y), K(f, 1.4426950408889634074)));
-    return log_specials(f, x, r);
-}
-
-static V snan(fb *f, V x) {
-    V quiet = LLVMBuildAnd(f->b, bits(f, x), KI(f, 0x400000), "");
-    return and1(f, ne(f, x, x), LLVMBuildICmp(f->b, LLVMIntEQ, quiet, KI(f, 0), ""));
-}
-
-static V powf_body(fb *f, V a, V b) {
-    tjl_ir *ir = f->ir;
-    fb d = {ir, f->b, ir->f64, ir->i64, 0}; /* the double part */
-    V absa = sel(f, lt(f, a, K(f, 0.0)), neg(f, a), a);
-    V l2 = call_fn(f, TJL_LOG2D, LLVMBuildFPExt(f->b, absa, ir->f64, ""), NULL);
-    V y = mul(&d, LLVMBuildFPExt(f->b, b, ir->f64, ""), l2);
-    V y_nan = ne(&d, y, y);
-    V yc = sel(&d, y_nan, K(&d, 0.0), sel(&d, lt(&d, y, K(&d, -1100.0)), K(&d, -1100.0),
-                                          sel(&d, gt(&d, y, K(&d, 1100.0)), K(&d, 1100.0), y)));
-    V fn = sub(&d, add(&d, yc, K(&d, 6755399441055744.0)), K(&d, 6755399441055744.0));
-    V n = LLVMBuildFPToSI(f->b, fn, ir->i64, "");
-    V n1 = LLVMBuildSDiv(f->b, n, KI(&d, 2), "");
-    V e = call_fn(f, TJL_EXPD, mul(&d, sub(&d, yc, fn), K(&d, 0.69314718055994530942)), NULL);
-    V s = mul(&d, mul(&d, e, pow2i(&d, n1, 1023, 52)), pow2i(&d, LLVMBuildSub(f->b, n, n1, ""), 1023, 52));
-    V r = sel(f, y_nan, K(f, NAN), LLVMBuildFPTrunc(f->b, s, f->t, ""));
-    V half = mul(f, b, K(f, 0.5f));
-    V b_int = eq(f, intrinsic_with(ir, f->b, "llvm.floor", b, NULL), b);
-    V b_odd = and1(f, b_int, ne(f, intrinsic_with(ir, f->b, "llvm.floor", half, NULL), half));
-    V a_neg = LLVMBuildICmp(f->b, LLVMIntNE, LLVMBuildLShr(f->b, bits(f, a), KI(f, 31), ""), KI(f, 0), "");
-    r = sel(f, and1(f, a_neg, b_odd), neg(f, r), r);
-    V bad = and1(f, and1(f, lt(f, a, K(f, 0.0)), ne(f, a, K(f, -INFINITY))), not1(f, b_int));
-    r = sel(f, bad, K(f, NAN), r);
-    V binf = or1(f, eq(f, b, K(f, INFINITY)), eq(f, b, K(f, -INFINITY)));
-    r = sel(f, and1(f, eq(f, a, K(f, -1.0f)), binf), K(f, 1.0f), r);
-    V sum = add(f, a, b);
-    r = sel(f, eq(f, b, K(f, 0.0)), sel(f, snan(f, a), sum, K(f, 1.0f)), r);
-    return sel(f, eq(f, a, K(f, 1.0f)), sel(f, snan(f, b), sum, K(f, 1.0f)), r);
-}
-
 /* ---- the module's functions -------------------------------------------------- */
 
 static const struct {
@@ -376,8 +282,16 @@ static const struct {
     [TJL_TANHD] = {"tjl.tanhd", true, 1, tanhd_body, NULL},
     [TJL_ERFD] = {"tjl.erfd", true, 1, erfd_body, NULL},
     [TJL_ERFF] = {"tjl.erff", false, 1, erff_body, NULL},
-    [TJL_LOG2D] = {"tjl.log2d", true, 1, log2d_body, NULL},
-    [TJL_POWF] = {"tjl.powf", false, 2, NULL, powf_body},
+    [TJL_SINF] = {"tjl.sinf", false, 1, tjl_sinf_body, NULL},
+    [TJL_COSF] = {"tjl.cosf", false, 1, tjl_cosf_body, NULL},
+    [TJL_SIND] = {"tjl.sind", true, 1, tjl_sind_body, NULL},
+    [TJL_COSD] = {"tjl.cosd", true, 1, tjl_cosd_body, NULL},
+    [TJL_EXPM1F] = {"tjl.expm1f", false, 1, tjl_expm1f_body, NULL},
+    [TJL_EXPM1D] = {"tjl.expm1d", true, 1, tjl_expm1d_body, NULL},
+    [TJL_LOG1PF] = {"tjl.log1pf", false, 1, tjl_log1pf_body, NULL},
+    [TJL_LOG1PD] = {"tjl.log1pd", true, 1, tjl_log1pd_body, NULL},
+    [TJL_POWF] = {"tjl.powf", false, 2, NULL, tjl_powf_body},
+    [TJL_POWD] = {"tjl.powd", true, 2, NULL, tjl_powd_body},
     [TJL_SIGMOIDF] = {"tjl.sigmoidf", false, 1, sigmoidf_body, NULL},
     [TJL_SILUF] = {"tjl.siluf", false, 1, siluf_body, NULL},
 };
@@ -387,7 +301,7 @@ static void add_fn_attr(tjl_ir *ir, LLVMValueRef fn, const char *name) {
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(ir->ctx, kind, 0));
 }
 
-static LLVMValueRef get_fn(tjl_ir *ir, tjl_fn which) {
+LLVMValueRef tjl_math_fn(tjl_ir *ir, tjl_fn which) {
     LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[which].name);
     if (fn) return fn;
     LLVMTypeRef t = fns[which].f64 ? ir->f64 : ir->f32;
@@ -408,7 +322,7 @@ static LLVMValueRef get_fn(tjl_ir *ir, tjl_fn which) {
 }
 
 static V call_with(tjl_ir *ir, LLVMBuilderRef b, tjl_fn which, V x, V y) {
-    LLVMValueRef fn = get_fn(ir, which);
+    LLVMValueRef fn = tjl_math_fn(ir, which);
     V args[2] = {x, y};
     return LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, args, (unsigned)fns[which].arity, "");
 }
@@ -428,9 +342,13 @@ LLVMValueRef tjl_math(tjl_ir *ir, tjl_fn which, LLVMValueRef a, LLVMValueRef b) 
 
 enum { OUTLINE_AFTER_CALLS = 8 };
 
-/* The functions whose bodies work on one float type throughout (erff and
- * powf widen to double in the middle). */
-static bool has_vector_variant(tjl_fn which) { return which != TJL_ERFF && which != TJL_POWF; }
+/* The functions with vector versions: the unary ones but erff. */
+static bool has_vector_variant(tjl_fn which) { return fns[which].arity == 1 && which != TJL_ERFF; }
+/* sin and cos end in a branch (trig.c) that would keep a loop they are
+ * inlined into scalar: they are always called out of line. */
+static bool always_outlined(tjl_fn which) {
+    return which == TJL_SINF || which == TJL_COSF || which == TJL_SIND || which == TJL_COSD;
+}
 
 static void vector_name(char *buf, size_t n, tjl_fn which, unsigned vf) {
     snprintf(buf, n, "%s.v%u", fns[which].name, vf);
@@ -472,16 +390,19 @@ static int kernel_calls(LLVMValueRef fn, LLVMValueRef *calls, int n) {
 void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
     enum { MAX_CALLS = 4096 };
     int total = 0;
+    bool forced = false;
     for (int w = 0; w < TJL_NUM_FNS; w++) {
         LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name);
         if (fn && has_vector_variant((tjl_fn)w)) total += kernel_calls(fn, NULL, 0);
+        forced |= fn && always_outlined((tjl_fn)w);
     }
-    if (total <= OUTLINE_AFTER_CALLS) return;
+    if (total <= OUTLINE_AFTER_CALLS && !forced) return;
     LLVMValueRef used[TJL_NUM_FNS];
     int n_used = 0;
     for (int w = 0; w < TJL_NUM_FNS; w++) {
         LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name), calls[MAX_CALLS];
         if (!fn || !has_vector_variant((tjl_fn)w)) continue;
+        if (total <= OUTLINE_AFTER_CALLS && !always_outlined((tjl_fn)w)) continue;
         int n = kernel_calls(fn, calls, MAX_CALLS);
         if (n == 0 || n > MAX_CALLS) continue;
         unsigned vf = vector_bits / (fns[w].f64 ? 64u : 32u);

@@ -152,11 +152,19 @@ static V tanh_t(tjl_ir *ir, tj_dtype t, V x) {
 static V erf_t(tjl_ir *ir, tj_dtype t, V x) {
     return call_math(ir, t == TJ_F32 ? (mathfn){TJL_ERFF, "erff", true} : (mathfn){TJL_ERFD, "erf", false}, x, NULL);
 }
-/* The ones with no inline version: libm, one call per element. */
-static V libm_t(tjl_ir *ir, tj_dtype t, const char *name, V x, V y) {
-    char fname[16];
-    snprintf(fname, sizeof fname, "%s%s", name, t == TJ_F32 ? "f" : "");
-    return tjl_libm(ir, fname, x, y);
+static V sin_t(tjl_ir *ir, tj_dtype t, V x) {
+    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_SINF, "sinf", true} : (mathfn){TJL_SIND, "sin", true}, x, NULL);
+}
+static V cos_t(tjl_ir *ir, tj_dtype t, V x) {
+    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_COSF, "cosf", true} : (mathfn){TJL_COSD, "cos", true}, x, NULL);
+}
+static V log1p_t(tjl_ir *ir, tj_dtype t, V x) {
+    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_LOG1PF, "log1pf", true} : (mathfn){TJL_LOG1PD, "log1p", true},
+                     x, NULL);
+}
+static V expm1_t(tjl_ir *ir, tj_dtype t, V x) {
+    return call_math(ir, t == TJ_F32 ? (mathfn){TJL_EXPM1F, "expm1f", true} : (mathfn){TJL_EXPM1D, "expm1", true},
+                     x, NULL);
 }
 
 /* ---- the emitters ------------------------------------------------------------------ */
@@ -175,12 +183,12 @@ EMIT(abs) {
 }
 EMIT(exp) { FLOAT_ONLY("exp"); return exp_t(ir, t, A); }
 EMIT(log) { FLOAT_ONLY("log"); return log_t(ir, t, A); }
-EMIT(log1p) { FLOAT_ONLY("log1p"); return libm_t(ir, t, "log1p", A, NULL); }
-EMIT(expm1) { FLOAT_ONLY("expm1"); return libm_t(ir, t, "expm1", A, NULL); }
+EMIT(log1p) { FLOAT_ONLY("log1p"); return log1p_t(ir, t, A); }
+EMIT(expm1) { FLOAT_ONLY("expm1"); return expm1_t(ir, t, A); }
 EMIT(sqrt) { FLOAT_ONLY("sqrt"); return tjl_intrinsic(ir, "llvm.sqrt", A, NULL); }
 EMIT(rsqrt) { FLOAT_ONLY("rsqrt"); return fdiv(ir, one(ir, t), tjl_intrinsic(ir, "llvm.sqrt", A, NULL)); }
-EMIT(sin) { FLOAT_ONLY("sin"); return libm_t(ir, t, "sin", A, NULL); }
-EMIT(cos) { FLOAT_ONLY("cos"); return libm_t(ir, t, "cos", A, NULL); }
+EMIT(sin) { FLOAT_ONLY("sin"); return sin_t(ir, t, A); }
+EMIT(cos) { FLOAT_ONLY("cos"); return cos_t(ir, t, A); }
 EMIT(tanh) { FLOAT_ONLY("tanh"); return tanh_t(ir, t, A); }
 EMIT(sigmoid) {
     FLOAT_ONLY("sigmoid");
@@ -238,7 +246,7 @@ EMIT(mul) { return t == TJ_BOOL ? LLVMBuildAnd(BLD, A, B, "") : mul(ir, t, A, B)
 EMIT(div) { FLOAT_ONLY("div"); return fdiv(ir, A, B); }
 EMIT(pow) {
     if (t == TJ_F32) return call_math(ir, (mathfn){TJL_POWF, "powf", false}, A, B);
-    if (t == TJ_F64) return tjl_libm(ir, "pow", A, B);
+    if (t == TJ_F64) return call_math(ir, (mathfn){TJL_POWD, "pow", true}, A, B);
     REQUIRE(t == TJ_I64, "pow");
     return tjl_libm(ir, "tjl_ipow", A, B); /* jit.c defines it: pw_math.h's tjm_ipow */
 }

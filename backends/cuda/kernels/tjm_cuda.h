@@ -127,6 +127,14 @@ TJM_FN float tjm_sigmoid(float x) { return 1.0f / (1.0f + ::expf(-x)); }
 TJM_FN double tjm_sigmoid(double x) { return 1.0 / (1.0 + ::exp(-x)); }
 TJM_FN float tjm_silu(float x) { return x / (1.0f + ::expf(-x)); }
 TJM_FN double tjm_silu(double x) { return x / (1.0 + ::exp(-x)); }
+TJM_FN float tjm_sin(float x) { return ::sinf(x); }
+TJM_FN double tjm_sin(double x) { return ::sin(x); }
+TJM_FN float tjm_cos(float x) { return ::cosf(x); }
+TJM_FN double tjm_cos(double x) { return ::cos(x); }
+TJM_FN float tjm_log1p(float x) { return ::log1pf(x); }
+TJM_FN double tjm_log1p(double x) { return ::log1p(x); }
+TJM_FN float tjm_expm1(float x) { return ::expm1f(x); }
+TJM_FN double tjm_expm1(double x) { return ::expm1(x); }
 
 /* ---- the tjm_* helpers of core/pw_math.h -------------------------------------- */
 TJM_FN float tjm_abs(float x) { return ::fabsf(x); }
