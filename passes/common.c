@@ -444,7 +444,8 @@ tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int 
     if (n_inputs > TJ_MAX_ARGS || (!attrs && op->schema.n_attrs))
         return tjc_error(TJ_ERR_INTERNAL, "%s: cannot emit it with these arguments", op->name), NULL;
     tj_type out_type;
-    for (int i = 0; i < n_inputs; i++) types[i] = inputs[i] ? tj_value_type(inputs[i]) : NULL;
+    for (int i = 0; i < n_inputs; i++)
+        types[i] = inputs[i] && !tjp_is_none(inputs[i]) ? tj_value_type(inputs[i]) : NULL;
     int made = 0;
     /* typed first: a failure leaves the graph as it was */
     if (tjg_infer_types(op, types, n_inputs, attrs, &out_type, 1, &made) != TJ_OK) return NULL;

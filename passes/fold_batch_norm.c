@@ -107,20 +107,17 @@ static tj_status rewrite(tj_node *n, tj_node *conv) {
     tj_value *weight, *bias;
     if (!fold(n, conv, &weight, &bias)) return tj_last_status();
     tj_value *in[3] = {tj_node_input(conv, 0), weight, bias};
-    tj_node *folded = tj_node_create_op(tj_node_graph(n), tj_node_op(conv), in, 3, tj_node_attrs(conv),
-                                        tj_node_num_attrs(conv), 1);
+    tj_value *y = tjp_emit_before(n, tj_op_id(tj_node_op(conv)), in, 3, tj_node_attrs(conv));
+    if (!y) return tj_last_status();
     tj_value *old = tj_node_output(n, 0);
-    if (!folded || tj_node_insert_before(folded, n) ||
-        tj_value_set_type(tj_node_output(folded, 0), tj_value_type(old)))
-        return tj_last_status();
     const char *name = tj_value_name(old);
     if (name) { /* the name moves to the value that now stands for it */
         char kept[256];
         snprintf(kept, sizeof kept, "%s", name);
-        if (tj_value_set_name(old, NULL) || tj_value_set_name(tj_node_output(folded, 0), kept))
+        if (tj_value_set_name(old, NULL) || tj_value_set_name(y, kept))
             return tj_last_status();
     }
-    tj_status st = tj_value_replace_uses(old, tj_node_output(folded, 0));
+    tj_status st = tj_value_replace_uses(old, y);
     if (st) return st;
     /* the batch_norm by hand: dce would keep it for its Tensor(b!) arguments */
     tj_node *nones[4];

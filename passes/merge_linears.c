@@ -88,7 +88,7 @@ static tj_status rewrite(tj_node *n, tj_node *l1, tj_node *l2) {
         bias = tjp_emit_before(n, TJ_OP_add, pair, 2, &one);
         if (!bias) return tj_last_status();
     } else {
-        bias = tjp_is_none(b1) ? (tjp_is_none(b2) ? NULL : b2) : b1;
+        bias = tjp_is_none(b1) ? b2 : b1; /* b2 may be absent too: its prim::None */
     }
     tj_value *lin_in[3] = {tj_node_input(l1, 0), tj_node_input(l1, 1), bias};
     tj_value *self = tjp_emit_before(n, TJ_OP_linear, lin_in, 3, NULL);
