@@ -8,6 +8,7 @@
  *    pipeline without the pass on the gradients of inputs and parameters;
  *  - a graph rewritten before autodiff differentiates to the same gradients
  *    (the chain rule through the rewritten ops);
+ *  - addmm accumulates in place only where the plan may let it;
  *  - a CUDA graph is left as it is.
  * The golden cases under tests/passes/{merge_linears,fold_batch_norm}/ show
  * each condition under which the passes keep off. */
@@ -203,6 +204,11 @@ static void test_lstm_merged(void **state) {
                 assert_int_equal(count_ops(pg, "aten::linear"), 1);
                 assert_int_equal(count_ops(qg, "aten::addmm"), 0);
                 assert_int_equal(count_ops(qg, "aten::linear"), 2);
+                /* the second product accumulates over the first's result */
+                tj_plan_stats ps, qs;
+                assert_int_equal(tj_program_plan_stats(p, &ps), TJ_OK);
+                assert_int_equal(tj_program_plan_stats(q, &qs), TJ_OK);
+                assert_int_equal(ps.reused, qs.reused + 1);
                 compare_programs(p, q, in, 3, 2, &m, 4, grads, dtypes[d]);
                 tj_program_free(p);
                 tj_program_free(q);
@@ -238,6 +244,62 @@ static void test_lstm_merged_before_autodiff(void **state) {
         tj_graph_free(g);
         tj_generator_free(gen);
     }
+}
+
+/* addmm writes over its self where the plan lets it (self and the result
+ * intermediates, self read for the last time there, no other operand in the
+ * same buffer), and computes what the op-by-op replay computes in every
+ * case. (A graph's outputs get storage of their own at every replay.) */
+static void test_addmm_in_place(void **state) {
+    (void)state;
+    static const struct {
+        const char *body, *why;
+        int reused;
+    } cases[] = {
+        {"  %y : Float(4, 4, strides=[4, 1], device=cpu) = aten::addmm[beta=1, alpha=1](%a, %m, %w)\n"
+         "  %z : Float(4, 4, strides=[4, 1], device=cpu) = aten::relu(%y)\n  return (%z)\n", "self dead after addmm", 1},
+        {"  %y : Float(4, 4, strides=[4, 1], device=cpu) = aten::addmm[beta=1, alpha=1](%a, %a, %w)\n"
+         "  %z : Float(4, 4, strides=[4, 1], device=cpu) = aten::relu(%y)\n  return (%z)\n", "self is mat1 too", 0},
+        {"  %y : Float(4, 4, strides=[4, 1], device=cpu) = aten::addmm[beta=1, alpha=1](%a, %m, %a)\n"
+         "  %z : Float(4, 4, strides=[4, 1], device=cpu) = aten::relu(%y)\n  return (%z)\n", "self is mat2 too", 0},
+        {"  %y : Float(4, 4, strides=[4, 1], device=cpu) = aten::addmm[beta=1, alpha=1](%a, %m, %w)\n"
+         "  %z : Float(4, 4, strides=[4, 1], device=cpu) = aten::relu(%y)\n  return (%z, %a)\n", "self returned too", 0},
+        {"  %y : Float(4, 4, strides=[4, 1], device=cpu) = aten::addmm[beta=2, alpha=3](%a, %m, %w)\n"
+         "  %z : Float(4, 4, strides=[4, 1], device=cpu) = aten::relu(%y)\n  return (%z)\n", "scaled", 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph(%%x : Float(4, 4, strides=[4, 1], device=cpu),\n"
+                 "      %%m : Float(4, 4, strides=[4, 1], device=cpu),\n"
+                 "      %%w : Float(4, 4, strides=[4, 1], device=cpu)):\n"
+                 "  %%a : Float(4, 4, strides=[4, 1], device=cpu) = aten::exp(%%x)\n%s",
+                 cases[k].body);
+        tj_graph *g = tj_graph_parse(text, NULL);
+        if (!g) fail_msg("%s: %s", cases[k].why, tj_last_error());
+        tj_compile_options planned = {.passes = ""}, dynamic = {.passes = "", .dynamic_replay = true};
+        tj_program *p = tj_compile(g, &planned), *q = tj_compile(g, &dynamic);
+        assert_non_null(p);
+        assert_non_null(q);
+        tj_plan_stats st;
+        assert_int_equal(tj_program_plan_stats(p, &st), TJ_OK);
+        assert_true(st.planned);
+        tt_context("%s", cases[k].why);
+        assert_int_equal(st.reused, cases[k].reused);
+        tj_generator *gen = tj_generator_new(40 + k);
+        int64_t sz[2] = {4, 4};
+        tj_tensor *in[3] = {tt_random(gen, sz, 2, TJ_F32, -1, 1), tt_random(gen, sz, 2, TJ_F32, -1, 1),
+                            tt_random(gen, sz, 2, TJ_F32, -1, 1)};
+        tj_tensor *a[2], *b[2];
+        assert_int_equal(tj_run(p, in, a), TJ_OK);
+        assert_int_equal(tj_run(q, in, b), TJ_OK);
+        for (int o = 0; o < tj_graph_num_outputs(g); o++) assert_close(a[o], b[o], TJ_F32, cases[k].why);
+        tj_generator_free(gen);
+        tj_program_free(p);
+        tj_program_free(q);
+        tj_graph_free(g);
+    }
+    tt_context(NULL);
 }
 
 /* ---- fold_batch_norm ------------------------------------------------------------------------- */
@@ -345,6 +407,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         TT_SCOPED_TEST(test_lstm_merged),
         TT_SCOPED_TEST(test_lstm_merged_before_autodiff),
+        TT_SCOPED_TEST(test_addmm_in_place),
         TT_SCOPED_TEST(test_conv_bn_folded),
         TT_SCOPED_TEST(test_conv_bn_folded_before_autodiff),
         TT_SCOPED_TEST(test_cuda_graphs_kept),
