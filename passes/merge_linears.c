@@ -22,7 +22,9 @@
  *  - both linears' inputs and weights of rank 2 and that dtype, and each bias
  *    absent or of sizes [N] (N the output's columns), that dtype;
  *  - nothing writes in place between the first linear and the add (the new
- *    nodes read the operands at the add's place).
+ *    nodes read the operands at the add's place);
+ *  - when both biases are given, the result big enough to pay for the step
+ *    that sums them (worth_it below): a B=1 cell keeps its two linears.
  *
  * Gradients: the pass changes how a value is computed, not the value, so it
  * may run on autodiff's forward graph (it does: tj_compile runs the pipeline
@@ -62,6 +64,20 @@ static bool writes_between(const tj_node *first, const tj_node *last) {
     return false;
 }
 
+/* What a step costs beyond its own work (dispatch, a kernel's start), in
+ * elements of memory traffic: about 0.3 us on the machines measured
+ * (docs/passes.md). */
+enum { STEP_COST_ELEMENTS = 4096 };
+
+/* With two biases the rewrite saves a broadcast of one bias over the
+ * [rows, cols] result and the add's read of a second one (2 rows cols
+ * elements), and costs the step adding the biases (3 cols elements and a
+ * step). */
+static bool worth_it(const tj_node *l1, const tj_node *l2, int64_t rows, int64_t cols) {
+    if (tjp_is_none(tj_node_input(l1, 2)) || tjp_is_none(tj_node_input(l2, 2))) return true;
+    return 2 * rows * cols >= 3 * cols + STEP_COST_ELEMENTS;
+}
+
 /* The two linears of add n when the rewrite applies to it. */
 static bool matches(tj_node *n, bool any_writes, tj_node **l1, tj_node **l2) {
     if (!tjp_is_op(n, TJ_OP_add) || tj_node_num_inputs(n) != 2) return false;
@@ -75,6 +91,7 @@ static bool matches(tj_node *n, bool any_writes, tj_node **l1, tj_node **l2) {
     if (!tjp_same_shape_type(ta, tb) || !tjp_same_shape_type(ta, to)) return false;
     int64_t cols = ta->sizes[1];
     if (!operands_fit(*l1, ta->dtype, cols) || !operands_fit(*l2, ta->dtype, cols)) return false;
+    if (!worth_it(*l1, *l2, ta->sizes[0], cols)) return false;
     tj_node *first = tj_node_is_before(*l1, *l2) ? *l1 : *l2;
     return !any_writes || !writes_between(first, n);
 }
