@@ -99,7 +99,8 @@ static bool fold(tj_node *n, tj_node *conv, tj_value **weight, tj_value **bias) 
     if (*weight && tjp_is_none(b)) d = tjp_emit_before(n, TJ_OP_neg, &mean, 1, NULL);
     else if (*weight) d = tjp_emit_before(n, TJ_OP_sub, (tj_value *[]){b, mean}, 2, &one);
     *bias = d ? tjp_emit_before(n, TJ_OP_mul, (tj_value *[]){d, s}, 2, NULL) : NULL;
-    if (*bias && !tjp_is_none(beta)) *bias = tjp_emit_before(n, TJ_OP_add, (tj_value *[]){*bias, beta}, 2, &one);
+    if (*bias && !tjp_is_none(beta))
+        *bias = tjp_emit_before(n, TJ_OP_add, (tj_value *[]){*bias, beta}, 2, &one);
     return *bias != NULL;
 }
 
