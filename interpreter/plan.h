@@ -82,7 +82,7 @@ typedef struct tji_buffer {
     int64_t offset;     /* in the arena (arena buffers) */
     int first, last;    /* live range: the steps that define and last read it */
     bool external;
-    bool reused;        /* holds a pointwise result written over a dead input */
+    bool reused;        /* holds a result written over a dead input (pointwise, addmm) */
 } tji_buffer;
 
 /* One kernel call, prepared. */

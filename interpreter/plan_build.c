@@ -210,16 +210,34 @@ static bool same_geometry(const tji_slot *a, const tji_slot *b) {
     return true;
 }
 
-/* A pointwise op whose input buffer is read for the last time by it writes
- * its result over that input: the two buffers become one. Steps are visited
- * in order, so chains of such ops keep reusing one buffer. */
+/* Whether step S may write its result over its input j: any input of a
+ * pointwise op; addmm's self on the CPU (its GEMM then accumulates in place,
+ * beta = 1, without copying self first: backends/cpu/matmul.c), when no
+ * other operand reads the same buffer, which the GEMM reads while writing. */
+static bool may_write_over(const tji_plan *P, const tji_step *S, int j, int rep, int *merged_into) {
+    if (S->op->kind == TJ_KIND_POINTWISE) return true;
+    if (S->op->id != TJ_OP_addmm || j != 0 || !tjc_same_device(P->buffers[rep].device, TJ_DEVICE_CPU))
+        return false;
+    for (int q = 1; q < S->n_in; q++) {
+        int sq = P->in_slots[S->in_at + q];
+        if (sq >= 0 && P->slots[sq].root == TJI_ROOT_ARENA && find_rep(merged_into, P->slots[sq].index) == rep)
+            return false;
+    }
+    return true;
+}
+
+/* A pointwise op (or addmm, its self) whose input buffer is read for the
+ * last time by it writes its result over that input: the two buffers become
+ * one. Steps are visited in order, so chains of such ops keep reusing one
+ * buffer. */
 static tj_status reuse_dead_inputs(tji_plan *P) {
     int *merged_into = array((size_t)P->n_buffers, sizeof(int));
     if (!merged_into) return no_memory();
     for (int b = 0; b < P->n_buffers; b++) merged_into[b] = -1;
     for (int s = 0; s < P->n_steps; s++) {
         const tji_step *S = &P->steps[s];
-        if (!S->op || S->op->kind != TJ_KIND_POINTWISE || S->op->inplace_of >= 0 || S->n_out != 1)
+        if (!S->op || (S->op->kind != TJ_KIND_POINTWISE && S->op->id != TJ_OP_addmm) ||
+            S->op->inplace_of >= 0 || S->n_out != 1)
             continue;
         const tji_slot *out = &P->slots[P->out_slots[S->out_at]];
         if (out->root != TJI_ROOT_ARENA || P->buffers[out->index].first != S->instr) continue;
@@ -233,7 +251,8 @@ static tj_status reuse_dead_inputs(tji_plan *P) {
             int r = find_rep(merged_into, in->index);
             tji_buffer *ib = &P->buffers[r];
             if (ib->external || ib->last != S->instr || ib->bytes != ob->bytes ||
-                !tjc_same_device(ib->device, ob->device) || r == out->index)
+                !tjc_same_device(ib->device, ob->device) || r == out->index ||
+                !may_write_over(P, S, j, r, merged_into))
                 continue;
             /* another operand reading the same bytes in another layout (x + x.t())
              * would see elements already overwritten */

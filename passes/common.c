@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "passes/grad.h"
 #include "passes/passes_internal.h"
 
 /* ---- effects ------------------------------------------------------------------------ */
@@ -433,3 +434,34 @@ tj_status tjp_for_subgraphs(tj_graph *g, tj_pass_fn pass) {
     }
     return TJ_OK;
 }
+
+tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
+                          const tj_attr *attrs) {
+    const tj_op_info *op = tjc_op(op_id);
+    tj_graph *g = tj_node_graph(pos);
+    tj_value *in[TJ_MAX_ARGS];
+    const tj_type *types[TJ_MAX_ARGS];
+    if (n_inputs > TJ_MAX_ARGS || (!attrs && op->schema.n_attrs))
+        return tjc_error(TJ_ERR_INTERNAL, "%s: cannot emit it with these arguments", op->name), NULL;
+    tj_type out_type;
+    for (int i = 0; i < n_inputs; i++)
+        types[i] = inputs[i] && !tjp_is_none(inputs[i]) ? tj_value_type(inputs[i]) : NULL;
+    int made = 0;
+    /* typed first: a failure leaves the graph as it was */
+    if (tjg_infer_types(op, types, n_inputs, attrs, &out_type, 1, &made) != TJ_OK) return NULL;
+    if (made != 1) return tjc_error(TJ_ERR_INTERNAL, "%s: %d outputs to emit", op->name, made), NULL;
+    for (int i = 0; i < n_inputs; i++) {
+        in[i] = inputs[i];
+        if (in[i]) continue;
+        tj_node *none = tj_node_create(g, TJ_NODE_NONE, NULL, 0, 1);
+        if (!none || tj_node_insert_before(none, pos) != TJ_OK) return NULL;
+        in[i] = tj_node_output(none, 0);
+    }
+    tj_node *n = tj_node_create_op(g, op, in, n_inputs, attrs, op->schema.n_attrs, 1);
+    if (!n || tj_node_insert_before(n, pos) != TJ_OK ||
+        tj_value_set_type(tj_node_output(n, 0), &out_type) != TJ_OK)
+        return NULL;
+    return tj_node_output(n, 0);
+}
+
+bool tjp_is_none(const tj_value *v) { return tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE; }

@@ -115,5 +115,13 @@ bool tjp_constant_all(const tj_node *n, double v);
 int tjp_remove_if_dead(tj_node *n);
 /* Runs pass on the subgraph of every fusion group of g's block. */
 tj_status tjp_for_subgraphs(tj_graph *g, tj_pass_fn pass);
+/* A node of op op_id before pos, on inputs (NULL: an absent Tensor?, which
+ * becomes a new prim::None; a prim::None's output stands for one too) with attrs, all of them in schema order (NULL
+ * only for an op without attributes), its output typed by the op's shape rule. Returns that output, or
+ * NULL with an error; the graph is unchanged when the shape rule refuses. */
+tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
+                          const tj_attr *attrs);
+/* Whether v is the output of a prim::None (an absent optional tensor). */
+bool tjp_is_none(const tj_value *v);
 
 #endif

@@ -19,6 +19,8 @@ static const struct {
     {"constant_fold", tj_pass_constant_fold},
     {"peephole", tj_pass_peephole},
     {"canonicalize", tj_pass_canonicalize},
+    {"merge_linears", tj_pass_merge_linears},
+    {"fold_batch_norm", tj_pass_fold_batch_norm},
     {"fuse", tj_pass_fuse}, /* fuser/fuse.c */
 };
 enum { N_PASSES = sizeof registry / sizeof registry[0] };
@@ -39,7 +41,8 @@ tj_pass_fn tj_find_pass(const char *name) {
 }
 
 const char *tj_default_pipeline(void) {
-    return "functionalize,dce,constant_fold,peephole,cse,dce,canonicalize,fuse,canonicalize";
+    return "functionalize,dce,constant_fold,peephole,merge_linears,fold_batch_norm,cse,dce,canonicalize,"
+           "fuse,canonicalize";
 }
 
 /* ---- names in a comma-separated list ------------------------------------------------------ */

@@ -3,7 +3,8 @@
  * name its pipeline in a "# passes: a,b" line). Each case runs its passes,
  * must verify and print as expected; a second run must change nothing; and
  * the graphs before and after must compute the same outputs from the same
- * random inputs. Also: the pipeline by name (unknown names, whitespace,
+ * random inputs: exactly, or within a "# tolerance: RTOL ATOL" line's bounds
+ * for rewrites that compute a value another way (merge_linears). Also: the pipeline by name (unknown names, whitespace,
  * malformed graphs, TJIT_DUMP) and constant folding's size limit. The
  * example models and canonical order live in test_passes_models.c. */
 #include <dirent.h>
@@ -132,9 +133,11 @@ static tj_status run_plain(const tj_graph *g, uint64_t seed, tj_tensor **out, bo
     return st;
 }
 
-/* before and after compute the same outputs, exactly, from the same inputs
- * (or both fail), unless skip_running says otherwise. */
-static void check_same_results(const tj_graph *before, const tj_graph *after, const char *what) {
+/* before and after compute the same outputs from the same inputs, within
+ * rtol and atol (0: exactly), or both fail, unless skip_running says
+ * otherwise. */
+static void check_same_results(const tj_graph *before, const tj_graph *after, const char *what,
+                               double rtol, double atol) {
     if (skip_running(before)) return;
     int n_out = tj_graph_num_outputs(before);
     assert_int_equal(n_out, tj_graph_num_outputs(after));
@@ -157,7 +160,7 @@ static void check_same_results(const tj_graph *before, const tj_graph *after, co
         tt_ref ref = tt_ref_of(o1[i]);
         tt_assert_sizes(o2[i], ref.sizes, ref.ndim);
         assert_int_equal(tj_tensor_dtype(o1[i]), tj_tensor_dtype(o2[i]));
-        tt_assert_close_ref(o2[i], &ref, 0, 0);
+        tt_assert_close_ref(o2[i], &ref, rtol, atol);
         tt_ref_free(&ref);
     }
     tt_context(NULL);
@@ -173,6 +176,16 @@ static void case_pipeline(const char *text, const char *dir, char *out, size_t c
     p += strlen("# passes:");
     size_t n = strcspn(p, "\n");
     snprintf(out, cap, "%.*s", (int)n, p);
+}
+
+/* The bounds a case names in a "# tolerance: RTOL ATOL" line, else 0 0. */
+static void case_tolerance(const char *text, double *rtol, double *atol) {
+    const char *p = strstr(text, "# tolerance:");
+    *rtol = *atol = 0;
+    if (p && sscanf(p + strlen("# tolerance:"), "%lf %lf", rtol, atol) != 2) {
+        print_message("a tolerance line needs two numbers: %.60s\n", p);
+        fail();
+    }
 }
 
 static void run_case(const char *dir, const char *file) {
@@ -201,7 +214,9 @@ static void run_case(const char *dir, const char *file) {
     assert_int_equal(tj_run_passes(g, pipeline), TJ_OK);
     char *again = canonical(g);
     assert_text(again, got, "a second run");
-    check_same_results(before, g, what);
+    double rtol, atol;
+    case_tolerance(text, &rtol, &atol);
+    check_same_results(before, g, what, rtol, atol);
     free(got);
     free(want);
     free(again);
@@ -261,6 +276,8 @@ static void test_golden_constant_fold(void **state) { (void)state; golden("const
 static void test_golden_peephole(void **state) { (void)state; golden("peephole", 7); }
 static void test_golden_canonicalize(void **state) { (void)state; golden("canonicalize", 2); }
 static void test_golden_pipeline(void **state) { (void)state; golden("pipeline", 1); }
+static void test_golden_merge_linears(void **state) { (void)state; golden("merge_linears", 2); }
+static void test_golden_fold_batch_norm(void **state) { (void)state; golden("fold_batch_norm", 2); }
 
 /* ---- the IR corpus ------------------------------------------------------------------------
  * Every graph of tests/ir/ that verifies goes through each pass: the result
@@ -301,7 +318,7 @@ static void test_ir_corpus(void **state) {
             assert_int_equal(tj_run_passes(h, passes[p]), TJ_OK);
             char *twice = canonical(h);
             assert_text(twice, once, what);
-            check_same_results(g, h, what);
+            check_same_results(g, h, what, 0, 0);
             free(once);
             free(twice);
             tj_graph_free(h);
@@ -327,8 +344,8 @@ static const char *small_graph =
 static void test_registry(void **state) {
     (void)state;
     const char *expected[] = {"functionalize", "dce", "cse", "constant_fold", "peephole",
-                              "canonicalize", "fuse"};
-    assert_int_equal(tj_num_passes(), 7);
+                              "canonicalize", "merge_linears", "fold_batch_norm", "fuse"};
+    assert_int_equal(tj_num_passes(), 9);
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         assert_non_null(tj_find_pass(expected[i]));
         bool listed = false;
@@ -358,7 +375,8 @@ static void test_unknown_pass(void **state) {
     /* every name is checked before any pass runs: the graph stays as it was */
     assert_int_equal(tj_run_passes(g, "dce,bogus"), TJ_ERR_ARG);
     tt_assert_error("unknown pass 'bogus'");
-    tt_assert_error("known passes: functionalize, dce, cse, constant_fold, peephole, canonicalize, fuse");
+    tt_assert_error("known passes: functionalize, dce, cse, constant_fold, peephole, canonicalize, "
+                    "merge_linears, fold_batch_norm, fuse");
     char *after = canonical(g);
     assert_text(after, before, "after a refused pipeline");
     free(after);
@@ -490,6 +508,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         T(test_golden_functionalize), T(test_golden_dce), T(test_golden_cse), T(test_golden_constant_fold),
         T(test_golden_peephole), T(test_golden_canonicalize), T(test_golden_pipeline),
+        T(test_golden_merge_linears), T(test_golden_fold_batch_norm),
         T(test_ir_corpus),       T(test_registry),        T(test_unknown_pass),        T(test_malformed_graph),
         T(test_dump),            T(test_fold_size_limit),
     };

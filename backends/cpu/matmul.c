@@ -287,6 +287,17 @@ tj_status tjcpu_matmul(const tjc_call *c) {
     return st ? st : run_product(&g, c->out[0], 1.0, 0.0);
 }
 
+/* Whether a and b are the same elements: a plan that lets addmm write over
+ * its self (interpreter/plan_build.c) passes the same bytes as both, and the
+ * GEMM then accumulates into them as they are. */
+static bool same_place(const tj_tensor *a, const tj_tensor *b) {
+    if (tjc_data_ptr(a) != tjc_data_ptr(b) || a->ndim != b->ndim || a->dtype != b->dtype) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->sizes[d] != b->sizes[d] || (a->sizes[d] != 1 && a->strides[d] != b->strides[d]))
+            return false;
+    return true;
+}
+
 tj_status tjcpu_addmm(const tjc_call *c) {
     tjc_mm_geom g;
     tj_status st = tjc_mm_geometry(c, &g);
@@ -294,7 +305,8 @@ tj_status tjcpu_addmm(const tjc_call *c) {
     double beta = c->attr[0].f, alpha = c->attr[1].f;
     if (g.dtype == TJ_I64) beta = trunc(beta), alpha = trunc(alpha); /* PyTorch converts them */
     /* beta == 0 ignores self entirely (NaN and inf included), as in PyTorch */
-    if (beta != 0 && (st = tjcpu_copy(c->out[0], c->in[0]))) return st;
+    if (beta != 0 && !same_place(c->out[0], c->in[0]) && (st = tjcpu_copy(c->out[0], c->in[0])))
+        return st;
     return run_product(&g, c->out[0], alpha, beta);
 }
 

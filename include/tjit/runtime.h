@@ -106,7 +106,7 @@ typedef struct tj_plan_stats {
     bool planned;               /* false: replay runs op by op (plan_error says why) */
     int steps;                  /* kernel calls per replay (views take none) */
     int buffers;                /* intermediates placed in the arena */
-    int reused;                 /* pointwise results written over their dead input */
+    int reused;                 /* results written over their dead input (pointwise; addmm over self) */
     int64_t arena_bytes;        /* one replay frame's arena */
     int64_t intermediate_bytes; /* the intermediates' bytes, summed */
     int64_t peak_live_bytes;    /* the most intermediate bytes live at one step */
