@@ -110,7 +110,8 @@ static const double special_operands[] = {-0.0, INFINITY, -INFINITY, NAN};
 /* The math library functions the rows' expressions call. */
 static const char *const library_calls[] = {"tjm_exp", "tjm_expm1", "tjm_log",     "tjm_log1p",
                                             "tjm_tanh", "tjm_erf", "tjm_gelu_erf", "tjm_gelu_tanh",
-                                            "tjm_sin",  "tjm_cos", "tjm_pow"};
+                                            "tjm_sin",  "tjm_cos", "tjm_pow",      "tjm_sigmoid",
+                                            "tjm_silu"};
 
 /* Whether op's expression calls one of library_calls (as an identifier);
  * the copies have none. */
