@@ -128,12 +128,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
     const variant variants[] = {
-        {"relu chain", CHAIN, false, NULL, max},
-        {"wide (1,000 inputs)", WIDE, false, NULL, max},
-        {"rewrites", REWRITES, false, NULL, max},
-        {"relu chain, grad", CHAIN, true, NULL, max},
-        {"wide, grad", WIDE, true, NULL, max},
-        {"rewrites, grad", REWRITES, true, NULL, max},
+        {"relu chain", CHAIN, false, "portable", max},
+        {"wide (1,000 inputs)", WIDE, false, "portable", max},
+        {"rewrites", REWRITES, false, "portable", max},
+        {"relu chain, grad", CHAIN, true, "portable", max},
+        {"wide, grad", WIDE, true, "portable", max},
+        {"rewrites, grad", REWRITES, true, "portable", max},
 #ifdef TJIT_HAVE_LLVM
         {"relu chain, llvm", CHAIN, false, "llvm", max},
         /* LLVM compiles each distinct group (~160 ms for 64 nodes with tanh): 10k nodes take ~25 s */

@@ -46,7 +46,7 @@ static const char *const mode_names[MODES] = {
 
 static tj_program *compile_for(const tj_graph *g, mode m) {
     tj_compile_options o = {.passes = m == DYNAMIC || m == PLANNED || m == PROFILED ? "" : NULL,
-                            .backend = m == FUSED_LLVM || m >= TRAIN_DYNAMIC ? "llvm" : NULL,
+                            .backend = m == FUSED_LLVM || m >= TRAIN_DYNAMIC ? "llvm" : "portable",
                             .dynamic_replay = m == DYNAMIC || m == TRAIN_DYNAMIC,
                             .grad_parameters = m >= TRAIN_DYNAMIC};
     tj_program *p = tj_compile(g, &o);

@@ -137,6 +137,7 @@ static tj_status rewrite(tj_node *n, tj_node *conv) {
 }
 
 tj_status tj_pass_fold_batch_norm(tj_graph *g) {
+    if (!g) return tjc_error(TJ_ERR_ARG, "fold_batch_norm: the graph is NULL");
     bool any_writes = tj_graph_writes_in_place(g);
     for (tj_node *n = tj_block_first(tj_graph_block(g)), *next; n; n = next) {
         next = tj_node_next(n);

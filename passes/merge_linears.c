@@ -130,6 +130,7 @@ static tj_status rewrite(tj_node *n, tj_node *l1, tj_node *l2) {
 }
 
 tj_status tj_pass_merge_linears(tj_graph *g) {
+    if (!g) return tjc_error(TJ_ERR_ARG, "merge_linears: the graph is NULL");
     bool any_writes = tj_graph_writes_in_place(g);
     for (tj_node *n = tj_block_first(tj_graph_block(g)), *next; n; n = next) {
         next = tj_node_next(n);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "examples/models/models.h"
+#include "fuser/fuser.h"
 #include "tests/support/runtime_testing.h"
 
 /* ---- the table, parsed -------------------------------------------------------------- */
@@ -179,7 +180,7 @@ static void test_table_sums_to_replay_time(void **state) {
     assert_true(atof(linear->gflops) > 0);
     const prow *fused = find_row(&t, "forward", "fusion %");
     assert_non_null(fused);
-    assert_string_equal(fused->backend, "portable");
+    assert_string_equal(fused->backend, tjf_default_backend_name());
     assert_string_equal(fused->gflops, "-");
     tj_program_free(p);
     fixture_close(&f);

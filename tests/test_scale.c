@@ -31,7 +31,9 @@ static tj_program *trace_compile(tj_model_fn fn, int64_t n, tj_tensor **in, int 
     tj_graph *g = tj_trace(fn, &m, in, n_in, 1, NULL);
     if (!g) fail_msg("trace: %s", tj_last_error());
     assert_true(tj_block_num_nodes(tj_graph_block(g)) >= n);
-    tj_compile_options o = {.requires_grad = requires_grad};
+    /* the portable runner: this is about the passes' and planning's time;
+     * LLVM compiles each distinct group (docs/performance.md, "Compile time") */
+    tj_compile_options o = {.requires_grad = requires_grad, .backend = "portable"};
     tj_program *p = tj_compile(g, &o);
     if (!p) fail_msg("compile: %s", tj_last_error());
     tj_graph_free(g);
