@@ -7,7 +7,10 @@
  * once (16 bytes an element); for the copy: 8 bytes an element. Then row
  * groups compiled by the "llvm" backend (a softmax or layer_norm with its
  * prologue in one kernel, backends/llvm/rowgen.c) against the same ops one
- * by one, both read from IR text; skipped in builds without LLVM. */
+ * by one, both read from IR text; skipped in builds without LLVM. Last,
+ * reductions' row groups: RMSNorm x * rsqrt(mean(x * x, -1, keepdim) +
+ * eps) * w, logsumexp(x + y, -1) and sum(x * y, -1), unfused, portable and
+ * llvm. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +93,81 @@ static void row_text(char *out, size_t cap, bool layer_norm, int64_t B, int64_t 
     snprintf(out, cap, "graph(%s):\n  %%9 : Float(%lld, %lld) = prim::FusionGroup_0(%s)\n  return (%%9)\n"
              "with prim::FusionGroup_0 = graph(%s):\n%s", params, b, l,
              layer_norm ? "%x, %y, %w, %b" : "%x", params, body);
+}
+
+/* Reductions' groups over [B, L] f32 (kind 0 RMSNorm, 1 logsumexp(x + y),
+ * 2 sum(x * y)): one group, or (group false) the same ops alone. */
+static void reduction_text(char *out, size_t cap, int kind, int64_t B, int64_t L, bool group) {
+    long long b = B, l = L;
+    char body[2048], params[256], args[64], ret[64];
+    if (kind == 0) {
+        snprintf(body, sizeof body,
+                 "  %%1 : Float(%lld, %lld) = aten::mul(%%x, %%x)\n"
+                 "  %%2 : Float(%lld, 1) = aten::mean.dim[dim=[-1], keepdim=True](%%1)\n"
+                 "  %%3 : Float(%lld, 1) = aten::add.Scalar[other=1e-06, alpha=1.](%%2)\n"
+                 "  %%4 : Float(%lld, 1) = aten::rsqrt(%%3)\n"
+                 "  %%5 : Float(%lld, %lld) = aten::mul(%%x, %%4)\n"
+                 "  %%6 : Float(%lld, %lld) = aten::mul(%%5, %%w)\n"
+                 "  return (%%6)\n", b, l, b, b, b, b, l, b, l);
+        snprintf(params, sizeof params, "%%x : Float(%lld, %lld), %%w : Float(%lld)", b, l, l);
+        snprintf(args, sizeof args, "%%x, %%w");
+        snprintf(ret, sizeof ret, "Float(%lld, %lld)", b, l);
+    } else {
+        snprintf(body, sizeof body,
+                 "  %%1 : Float(%lld, %lld) = %s\n"
+                 "  %%2 : Float(%lld) = %s[dim=[-1], keepdim=False](%%1)\n"
+                 "  return (%%2)\n", b, l, kind == 1 ? "aten::add[alpha=1.](%x, %y)" : "aten::mul(%x, %y)", b,
+                 kind == 1 ? "aten::logsumexp" : "aten::sum.dim_IntList");
+        snprintf(params, sizeof params, "%%x : Float(%lld, %lld), %%y : Float(%lld, %lld)", b, l, b, l);
+        snprintf(args, sizeof args, "%%x, %%y");
+        snprintf(ret, sizeof ret, "Float(%lld)", b);
+    }
+    if (!group) {
+        snprintf(out, cap, "graph(%s):\n%s", params, body);
+        return;
+    }
+    snprintf(out, cap, "graph(%s):\n  %%9 : %s = prim::FusionGroup_0(%s)\n  return (%%9)\n"
+             "with prim::FusionGroup_0 = graph(%s):\n%s", params, ret, args, params, body);
+}
+
+static void reduction_groups(tj_generator *gen) {
+    static const char *names[3] = {"x * rsqrt(mean(x*x, -1, keepdim) + eps) * w", "logsumexp(x + y, -1)",
+                                   "sum(x * y, -1)"};
+    printf("\n| reduction group (%s) | unfused ms | fused, portable ms | fused, llvm ms | portable speed-up | "
+           "llvm speed-up |\n|---|---|---|---|---|---|\n", bench_isa());
+    for (int kind = 0; kind < 3; kind++) {
+        int64_t B = 512, L = 1024;
+        char text[4096];
+        reduction_text(text, sizeof text, kind, B, L, false);
+        tj_program *plain = compile_text(text, NULL);
+        reduction_text(text, sizeof text, kind, B, L, true);
+        tj_program *portable = compile_text(text, "portable");
+        tj_program *fused = tjf_find_backend("llvm") ? compile_text(text, "llvm") : NULL;
+        if (!plain || !portable) {
+            printf("| (not compiled: %s) | | | | | |\n", tj_last_error());
+            tj_program_free(plain);
+            tj_program_free(portable);
+            tj_program_free(fused);
+            return;
+        }
+        int64_t xs[2] = {B, L};
+        tj_tensor *in[2] = {tj_randn(xs, 2, TJ_F32, gen),
+                            kind == 0 ? tj_randn(&L, 1, TJ_F32, gen) : tj_randn(xs, 2, TJ_F32, gen)};
+        double tu = time_runs(plain, NULL, NULL, in, 2, 1, 200);
+        double tp = time_runs(portable, NULL, NULL, in, 2, 1, 200);
+        double tf = fused ? time_runs(fused, NULL, NULL, in, 2, 1, 200) : 0;
+        char llvm_ms[32] = "n/a", llvm_x[32] = "n/a";
+        if (fused) {
+            snprintf(llvm_ms, sizeof llvm_ms, "%.4f", tf * 1e3);
+            snprintf(llvm_x, sizeof llvm_x, "%.2fx", tu / tf);
+        }
+        printf("| %s [%lld, %lld] | %.4f | %.4f | %s | %.2fx | %s |\n", names[kind], (long long)B, (long long)L,
+               tu * 1e3, tp * 1e3, llvm_ms, tu / tp, llvm_x);
+        tj_program_free(plain);
+        tj_program_free(portable);
+        tj_program_free(fused);
+        for (int i = 0; i < 2; i++) tj_release(in[i]);
+    }
 }
 
 /* Row groups against their ops alone, both replayed. */
@@ -182,6 +260,7 @@ int main(void) {
         tjx_lstm_cell.destroy(params);
     }
     row_groups(gen);
+    reduction_groups(gen);
     tj_generator_free(gen);
     return 0;
 }

@@ -12,7 +12,9 @@
  *    the producer's other uses read a group output. Repeated until nothing
  *    changes. Chunks enter as prim::ConstantChunk and only when all their
  *    pieces are used inside the group; group outputs all have the group's
- *    iteration sizes.
+ *    iteration sizes
+ *    (a reduction's group: its full sizes or its reduced ones, all outputs
+ *    the same, fuser.h).
  * The rules (which node may enter, which pair may merge, how many operands a
  * merge needs) return their reason (fuse_rules.h), so that the fusion report
  * (report.c) explains with the very checks that decide here.
@@ -44,19 +46,50 @@ static bool known_tensor(const tj_value *v) {
     return true;
 }
 
+static tjf_row_kind row_kind_of(const tj_op_info *op) {
+    switch (op->id) {
+    case TJ_OP_softmax: return TJF_ROW_SOFTMAX;
+    case TJ_OP_log_softmax: return TJF_ROW_LOG_SOFTMAX;
+    case TJ_OP_layer_norm: return TJF_ROW_LAYER_NORM;
+    case TJ_OP_sum: return TJF_ROW_SUM;
+    case TJ_OP_mean: return TJF_ROW_MEAN;
+    case TJ_OP_amax: return TJF_ROW_AMAX;
+    case TJ_OP_amin: return TJF_ROW_AMIN;
+    case TJ_OP_logsumexp: return TJF_ROW_LOGSUMEXP;
+    default: return TJF_ROW_NONE;
+    }
+}
+
+bool tjf_row_keepdim(const tj_node *n) {
+    int k = tj_node_attr_index((tj_node *)n, "keepdim");
+    return k >= 0 && tj_node_attr((tj_node *)n, k)->b;
+}
+
+/* A reduction over the last dim of x (dim = [last] or [-1]) whose result
+ * y has x's sizes with the last one 1 (keepdim) or dropped. */
+static bool last_dim_reduction(const tj_node *n, const tj_type *tx, const tj_type *ty) {
+    const tj_attr *dim = tj_node_attr((tj_node *)n, tj_node_attr_index((tj_node *)n, "dim"));
+    if (dim->ints.n != 1 || (dim->ints.data[0] != -1 && dim->ints.data[0] != tx->ndim - 1)) return false;
+    if (tx->sizes[tx->ndim - 1] < 2) return false;
+    bool keep = tjf_row_keepdim(n);
+    int rows = tx->ndim - 1;
+    if (ty->ndim != (keep ? tx->ndim : rows)) return false;
+    if (memcmp(tx->sizes, ty->sizes, sizeof(int64_t) * (size_t)rows)) return false;
+    return !keep || ty->sizes[rows] == 1;
+}
+
 tjf_row_kind tjf_row_op(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP || tj_node_num_outputs(n) != 1) return TJF_ROW_NONE;
-    const tj_op_info *op = tj_node_op(n);
-    tjf_row_kind kind = op->id == TJ_OP_softmax       ? TJF_ROW_SOFTMAX
-                        : op->id == TJ_OP_log_softmax ? TJF_ROW_LOG_SOFTMAX
-                        : op->id == TJ_OP_layer_norm  ? TJF_ROW_LAYER_NORM
-                                                      : TJF_ROW_NONE;
+    tjf_row_kind kind = row_kind_of(tj_node_op(n));
     if (kind == TJF_ROW_NONE) return kind;
     const tj_value *x = tj_node_input(n, 0), *y = tj_node_output(n, 0);
     if (!known_tensor(x) || !known_tensor(y)) return TJF_ROW_NONE;
     const tj_type *tx = tj_value_type(x), *ty = tj_value_type(y);
-    if ((tx->dtype != TJ_F32 && tx->dtype != TJ_F64) || ty->dtype != tx->dtype || tx->ndim < 1 ||
-        ty->ndim != tx->ndim || memcmp(tx->sizes, ty->sizes, sizeof(int64_t) * (size_t)tx->ndim))
+    if ((tx->dtype != TJ_F32 && tx->dtype != TJ_F64) || ty->dtype != tx->dtype || tx->ndim < 1)
+        return TJF_ROW_NONE;
+    if (tjf_row_reduces(kind))
+        return tj_node_num_inputs(n) == 1 && last_dim_reduction(n, tx, ty) ? kind : TJF_ROW_NONE;
+    if (ty->ndim != tx->ndim || memcmp(tx->sizes, ty->sizes, sizeof(int64_t) * (size_t)tx->ndim))
         return TJF_ROW_NONE;
     int64_t last = tx->sizes[tx->ndim - 1];
     if (last < 1) return TJF_ROW_NONE;
@@ -290,8 +323,62 @@ static const tj_node *row_of(const tj_node *m) {
     return tjf_row_op(m) != TJF_ROW_NONE ? m : NULL;
 }
 
-/* A group holds one row op, and its members have the row op's sizes, so
- * that the row op sees whole rows of the iteration space. */
+static bool all_ones(const tj_type *t) {
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] != 1) return false;
+    return true;
+}
+
+/* Whether v, read inside member m (a node, or a node of group m's subgraph),
+ * is made inside the merge of m and other. */
+static bool made_inside(const tj_value *v, const tj_node *m, const tj_node *other) {
+    const tj_node *p = tj_value_node(v);
+    if (is_group(m) && tj_node_kind_of(p) == TJ_NODE_PARAM) { /* a block input: the group's operand */
+        const tj_block *b = tj_graph_block(tj_node_subgraph(m));
+        for (int j = 0; j < tj_block_num_inputs(b); j++)
+            if (tj_block_input(b, j) == v) return tj_value_node(tj_node_input(m, j)) == other;
+        return false;
+    }
+    return is_group(m) || p == other;
+}
+
+/* A reduction r's group, r in a or b: with a dropped dim (keepdim false)
+ * the backends keep a reduced value as one per row, which broadcasting by
+ * the sizes would align with the last dim instead; so no member reads a
+ * value of the reduced sizes into a result of other sizes, and a reduced
+ * member reads from outside only values of sizes all 1. */
+static tjf_verdict check_reduction(const tj_node *a, const tj_node *b, const tj_node *r) {
+    const tj_type *full = tj_value_type(tj_node_input(r, 0)), *red = tj_value_type(tj_node_output(r, 0));
+    const tj_node *members[2] = {a, b};
+    for (int m = 0; m < 2; m++)
+        for (int o = 0; o < tj_node_num_outputs(members[m]); o++) {
+            const tj_type *t = tj_value_type(tj_node_output(members[m], o));
+            if (!same_sizes(t, full) && !same_sizes(t, red))
+                return (tjf_verdict){.reason = TJF_ROW_SIZES, .value = tj_node_output(members[m], o)};
+        }
+    if (tjf_row_keepdim(r) || all_ones(red)) return verdict(TJF_FUSIBLE);
+    for (int m = 0; m < 2; m++) {
+        const tj_node *mm = members[m];
+        const tj_node *n = is_group(mm) ? tj_block_first(tj_graph_block(tj_node_subgraph(mm))) : mm;
+        for (; n; n = is_group(mm) ? tj_node_next(n) : NULL) {
+            if (tj_node_kind_of(n) != TJ_NODE_OP || n == r || tj_node_num_outputs(n) != 1) continue;
+            bool reduced = same_sizes(tj_value_type(tj_node_output(n, 0)), red);
+            for (int i = 0; i < tj_node_num_inputs(n); i++) {
+                const tj_value *v = tj_node_input(n, i);
+                const tj_type *t = tj_value_type(v);
+                if (!reduced && same_sizes(t, red))
+                    return (tjf_verdict){.reason = TJF_ROW_DROPPED_DIM, .value = v};
+                if (reduced && !all_ones(t) && !made_inside(v, mm, members[1 - m]))
+                    return (tjf_verdict){.reason = TJF_ROW_OUTSIDE_READ, .value = v};
+            }
+        }
+    }
+    return verdict(TJF_FUSIBLE);
+}
+
+/* A group holds one row op. A normalisation's members have its sizes, so
+ * that it sees whole rows of the iteration space; a reduction's have its
+ * input's or its result's (check_reduction). */
 static tjf_verdict check_rows(const tj_node *a, const tj_node *b, group_memo *memo) {
     bool in_a = has_row(a, memo), in_b = has_row(b, memo);
     if (!in_a && !in_b) return verdict(TJF_FUSIBLE);
@@ -299,6 +386,7 @@ static tjf_verdict check_rows(const tj_node *a, const tj_node *b, group_memo *me
     if (ra && rb) return verdict(TJF_TWO_ROW_OPS);
     const tj_node *r = ra ? ra : rb;
     if (!r) return verdict(TJF_FUSIBLE);
+    if (tjf_row_reduces(tjf_row_op(r))) return check_reduction(a, b, r);
     const tj_type *rt = tj_value_type(tj_node_output(r, 0));
     const tj_node *members[2] = {a, b};
     for (int m = 0; m < 2; m++)

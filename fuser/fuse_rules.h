@@ -29,13 +29,17 @@ typedef enum tjf_reason {
     TJF_READ_TWICE,         /* the group reads the producer's result through two inputs */
     TJF_OPERAND_CAP,        /* count: operands the merged group would need */
     TJF_TWO_ROW_OPS,        /* both hold a row op; a group holds one */
-    TJF_ROW_SIZES,          /* value: a member's sizes differ from the row op's */
+    TJF_ROW_SIZES,          /* value: a member's sizes differ from the row op's (a reduction:
+                             * from both its input's and its result's) */
+    TJF_ROW_DROPPED_DIM,    /* value: of a keepdim=false reduction's sizes, read into other sizes */
+    TJF_ROW_OUTSIDE_READ,   /* value: made outside, read by a member of a keepdim=false
+                             * reduction's sizes, and not of sizes all 1 */
 } tjf_reason;
 
 typedef struct tjf_verdict {
     tjf_reason reason;
     const tj_node *node;   /* for TJF_USED_BEFORE, TJF_CHUNK_USED_OUTSIDE */
-    const tj_value *value; /* for TJF_UNKNOWN_TYPE, TJF_OUTPUT_SIZES, TJF_ROW_SIZES */
+    const tj_value *value; /* for TJF_UNKNOWN_TYPE, TJF_OUTPUT_SIZES, TJF_ROW_* */
     int count;             /* for TJF_GROUP_SIZE, TJF_OPERAND_CAP */
 } tjf_verdict;
 

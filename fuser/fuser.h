@@ -114,26 +114,45 @@ const char *tjf_group_backend_name(const tjf_group *g);
 /* Fusibility: one predicate over the op table's facts. */
 bool tjf_fusible_op(const tj_op_info *op);
 
-/* Row groups. A group may hold one row op: a normalisation over the last
- * dim of the group's iteration space, which reads whole rows. The pointwise
- * nodes that do not depend on it are its prologue (recomputed or kept per
- * row by the backend), those that read its result its epilogue:
- * softmax(scores * 0.125), layer_norm(x + proj, w, b), exp(log_softmax(x)).
- * The row op's input and output have the group's iteration sizes.
+/* Row groups. A group may hold one row op: a normalisation or a reduction
+ * over the last dim of the group's iteration space, which reads whole rows.
+ * The pointwise nodes that do not depend on it are its prologue (recomputed
+ * or kept per row by the backend), those that read its result its epilogue:
+ * softmax(scores * 0.125), layer_norm(x + proj, w, b), exp(log_softmax(x)),
+ * x * rsqrt(mean(x * x, -1, keepdim) + eps), logsumexp(a + b, -1).
  *   softmax, log_softmax: aten::softmax[dim=d](x) with d the last dim;
  *   layer_norm: aten::layer_norm[normalized_shape=[N], eps=e](x, w, b) with
- *   N the last size, w and b tensors of sizes [N] and x's dtype.
- * x is f32 or f64 and the result has x's dtype. */
+ *   N the last size, w and b tensors of sizes [N] and x's dtype;
+ *   sum, mean, amax, amin, logsumexp: aten::sum.dim_IntList, aten::mean.dim,
+ *   aten::amax, aten::amin, aten::logsumexp with dim = [last] (or [-1]),
+ *   keepdim either way, and N >= 2 (so that the two size classes below
+ *   differ).
+ * x is f32 or f64 and the result has x's dtype. A normalisation's input and
+ * output have the group's iteration sizes. A reduction's input has the
+ * group's full sizes [rows..., N], its result the reduced sizes [rows..., 1]
+ * (keepdim) or [rows...]: every member of its group has one of the two
+ * (a reduced member is one value per row), a full member reads a reduced
+ * value only when the reduction keeps its dim (it then broadcasts along the
+ * row), and all of the group's outputs share one of the two sizes (fuse.c). */
 typedef enum tjf_row_kind {
     TJF_ROW_NONE,
     TJF_ROW_SOFTMAX,
     TJF_ROW_LOG_SOFTMAX,
     TJF_ROW_LAYER_NORM,
+    TJF_ROW_SUM,
+    TJF_ROW_MEAN,
+    TJF_ROW_AMAX,
+    TJF_ROW_AMIN,
+    TJF_ROW_LOGSUMEXP,
 } tjf_row_kind;
 
 /* What row op n is (TJF_ROW_NONE: none, or not of the form above). */
 tjf_row_kind tjf_row_op(const tj_node *n);
 /* The row op node of a group's subgraph, or NULL. */
 const tj_node *tjf_row_node(const tj_graph *subgraph);
+/* Whether kind reduces each row to one value (sum ... logsumexp). */
+static inline bool tjf_row_reduces(tjf_row_kind kind) { return kind >= TJF_ROW_SUM; }
+/* Whether reduction n keeps its dim (keepdim). */
+bool tjf_row_keepdim(const tj_node *n);
 
 #endif

@@ -13,7 +13,8 @@ typedef struct gnode {
     const tj_op_info *op; /* NULL for prim::ConstantChunk */
     const tj_attr *attrs; /* the node's, in schema order */
     int64_t chunks, dim;
-    bool row; /* the row op (fuser.h): its result has its input's sizes */
+    bool row; /* the row op (fuser.h): its result has its input's sizes... */
+    bool reduce, keepdim; /* ...unless it reduces the last dim (kept as 1, or dropped) */
     int n_in, n_out;
     int *in, *out; /* slots */
 } gnode;
@@ -135,6 +136,8 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
             gn->op = tj_node_op(n);
             gn->attrs = tj_node_attrs(n);
             gn->row = row;
+            gn->reduce = row && tjf_row_reduces(tjf_row_op(n));
+            gn->keepdim = gn->reduce && tjf_row_keepdim(n);
         }
         gn->n_in = tj_node_num_inputs(n);
         gn->n_out = tj_node_num_outputs(n);
@@ -205,7 +208,13 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
         }
         shape s = {0};
         if (n->row) {
-            sh[n->out[0]] = sh[n->in[0]];
+            s = sh[n->in[0]];
+            if (n->reduce && s.ndim == 0)
+                return tjc_error(TJ_ERR_SHAPE, "%s: a fused reduction over the last dim of a 0-dim "
+                                 "tensor", n->op->name);
+            if (n->reduce && n->keepdim) s.sizes[s.ndim - 1] = 1;
+            else if (n->reduce) s.ndim--;
+            sh[n->out[0]] = s;
             continue;
         }
         if (!tjf_fusible_op(n->op)) { /* the closing aten::cat: pieces of one size */

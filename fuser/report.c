@@ -153,13 +153,27 @@ static void put_reason(report *r, tjf_verdict v, const tj_node *p, const tj_node
         break;
     case TJF_READ_TWICE: put(r, "the group reads its result through more than one input"); break;
     case TJF_TWO_ROW_OPS:
-        put(r, "both hold a row op (softmax, log_softmax, layer_norm); a group holds one");
+        put(r, "both hold a row op (softmax, log_softmax, layer_norm, a reduction over the last dim); a group holds one");
         break;
     case TJF_ROW_SIZES:
         put_value(r, v.value);
         put(r, " has sizes ");
         put_sizes(r, tj_value_type(v.value));
         put(r, ", not those of the row op, whose rows the group iterates");
+        break;
+    case TJF_ROW_DROPPED_DIM:
+        put_value(r, v.value);
+        put(r, " has the sizes ");
+        put_sizes(r, tj_value_type(v.value));
+        put(r, " of a reduction without keepdim, and a member reads it into other sizes: "
+               "broadcasting aligns it with the last dim, not with the rows");
+        break;
+    case TJF_ROW_OUTSIDE_READ:
+        put_value(r, v.value);
+        put(r, " of sizes ");
+        put_sizes(r, tj_value_type(v.value));
+        put(r, " comes from outside into a member of a reduction without keepdim: such a group "
+               "reads only values of sizes all 1 there");
         break;
     case TJF_OPERAND_CAP:
         put(r, "operand cap: the merged group would have %d operands (inputs, outputs and chunk "

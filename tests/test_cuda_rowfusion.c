@@ -14,7 +14,9 @@
  * Then the fuser's own row groups: random row-group models (tests/support/
  * row_cases.c) traced on cuda:0, fused by tj_pass_fuse and run against the
  * CPU's unfused replay within the bounds (60 on the harness, 300 on a GPU;
- * TJIT_ROW_CASES sets another count).
+ * TJIT_ROW_CASES sets another count). Reductions' groups (sum, mean, amax,
+ * amin, logsumexp over the last dim) have no CUDA row kernel: the backend
+ * refuses them and they run op by op on the device, which these compare too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -269,6 +271,50 @@ static void constant_row_layer_norm(void **state) {
     tj_generator_free(gen);
 }
 
+/* A reduction's row group (RMSNorm here) has no CUDA kernel: the backend
+ * refuses it, saying why, and the group runs op by op through the device's
+ * kernels, equal to the CPU's fused result within the bounds. */
+static void reduction_groups_run_op_by_op(void **state) {
+    (void)state;
+    const char *t = "graph(%x : Float(3, 40, device=cuda:0), %w : Float(40, device=cuda:0)):\n"
+                    "  %o : Float(3, 40, device=cuda:0) = prim::FusionGroup_0(%x, %w)\n"
+                    "  return (%o)\n"
+                    "with prim::FusionGroup_0 = graph(%x : Float(3, 40, device=cuda:0), "
+                    "%w : Float(40, device=cuda:0)):\n"
+                    "  %1 : Float(3, 40, device=cuda:0) = aten::mul(%x, %x)\n"
+                    "  %2 : Float(3, 1, device=cuda:0) = aten::mean.dim[dim=[-1], keepdim=True](%1)\n"
+                    "  %3 : Float(3, 1, device=cuda:0) = aten::add.Scalar[other=1e-05, alpha=1.](%2)\n"
+                    "  %4 : Float(3, 1, device=cuda:0) = aten::rsqrt(%3)\n"
+                    "  %5 : Float(3, 40, device=cuda:0) = aten::mul(%x, %4)\n"
+                    "  %6 : Float(3, 40, device=cuda:0) = aten::mul(%5, %w)\n"
+                    "  return (%6)\n";
+    tj_graph *g = tj_graph_parse(t, NULL);
+    assert_non_null(g);
+    int64_t xs[2] = {3, 40}, ws[1] = {40};
+    tj_generator *gen = tj_generator_new(4);
+    tj_tensor *x = tt_random(gen, xs, 2, TJ_F32, -2, 2), *w = tt_random(gen, ws, 1, TJ_F32, 0.5, 1.5);
+    tj_tensor *in[2] = {tj_to_device(x, CUDA0), tj_to_device(w, CUDA0)}, *cpu_in[2] = {x, w};
+    tj_node *node = tj_block_first(tj_graph_block(g));
+    tjf_group *grp = tjf_group_new(node, tjcu_fuse_backend());
+    tjf_group *ref = tjf_group_new(node, tjf_portable_backend());
+    assert_non_null(grp);
+    assert_non_null(ref);
+    tj_tensor *out = NULL, *want = NULL;
+    assert_int_equal(tjf_group_run(grp, in, &out), TJ_OK);
+    assert_non_null(tjf_group_fallback_reason(grp));
+    assert_non_null(strstr(tjf_group_fallback_reason(grp), "no row kernel for a reduction (aten::mean.dim)"));
+    assert_int_equal(tjf_group_num_kernels(grp), 1); /* the refusal, kept: not asked again */
+    assert_int_equal(tjf_group_run(ref, cpu_in, &want), TJ_OK);
+    tj_tensor *h = tj_to_device(out, TJ_DEVICE_CPU);
+    assert_int_equal(tt_row_far(want, h), 0);
+    tj_release(h), tj_release(out), tj_release(want), tj_release(x), tj_release(w);
+    for (int i = 0; i < 2; i++) tj_release(in[i]);
+    tjf_group_free(grp);
+    tjf_group_free(ref);
+    tj_graph_free(g);
+    tj_generator_free(gen);
+}
+
 /* What the harness ran is what a GPU compiles: NVRTC makes PTX of every
  * module of fused kernels for sm_90 and ptxas accepts it (on a GPU the
  * kernels were compiled for the device and ran there). */
@@ -371,6 +417,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fused_row_models),
         cmocka_unit_test(constant_row_layer_norm),
+        cmocka_unit_test(reduction_groups_run_op_by_op),
         cmocka_unit_test(rows_f32),
         cmocka_unit_test(rows_f64),
         cmocka_unit_test(nvrtc_and_ptxas_accept_the_row_kernels),

@@ -1,6 +1,8 @@
-/* test_fuser_rows.c — row groups (fuser/fuser.h): a softmax, log_softmax or
- * layer_norm over the last dim fused with the pointwise ops that feed it and
- * those that read its result.
+/* test_fuser_rows.c — row groups (fuser/fuser.h): a softmax, log_softmax,
+ * layer_norm or reduction (sum, mean, amax, amin, logsumexp) over the last
+ * dim fused with the pointwise ops that feed it and those that read its
+ * result (a reduction's: at the reduced sizes, and at the full sizes reading
+ * it broadcast along the row).
  * - The transformer block: softmax(scores * 0.125) and both
  *   layer_norm(x + residual) become one group each; two row ops never share
  *   a group, and the fusion report says why.
@@ -94,7 +96,7 @@ static void run_row_case(tt_row_case *c, int seed, tj_generator *gen, const char
     tj_graph *fg = tj_graph_clone(g, NULL);
     assert_int_equal(tj_pass_fuse(fg), TJ_OK);
     int loose, rows = row_groups(fg, &loose);
-    bool neighbours = c->recipe.n_prologue + c->recipe.n_epilogue > 0;
+    bool neighbours = tt_row_neighbours(&c->recipe) > 0;
     if (neighbours && rows != 1) {
         char *text = tj_graph_to_string(fg, 0);
         fail_msg("row case %d: the row op is not in a group:\n%s", seed, text);
@@ -176,8 +178,8 @@ static void row_groups_backward(void **state) {
             tt_row_case c;
             tt_row_case_setup(seed, gen, &c);
             tj_tensor *gout[2];
-            for (int k = 0; k < 2; k++) /* the outputs have x's sizes */
-                gout[k] = tt_random(gen, tj_sizes(c.in[0]), tj_ndim(c.in[0]), tj_tensor_dtype(c.in[0]), -1, 1);
+            for (int k = 0; k < 2; k++) /* x's sizes, or a reduction's */
+                gout[k] = tt_random(gen, c.out_sizes[k], c.out_ndim[k], tj_tensor_dtype(c.in[0]), -1, 1);
             tj_tensor *want[5] = {0}, *got[5] = {0};
             gradients(&c, backends[b], false, gout, want);
             gradients(&c, backends[b], true, gout, got);

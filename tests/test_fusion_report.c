@@ -209,7 +209,8 @@ static void test_two_row_ops(void **state) {
                         "  %h : Float(4, 8) = aten::exp(%g)\n"
                         "  return (%h)\n");
     expect_line(r, "# neighbouring groups not merged\n  %2 prim::FusionGroup -> %3 prim::FusionGroup: "
-                   "both hold a row op (softmax, log_softmax, layer_norm); a group holds one\n");
+                   "both hold a row op (softmax, log_softmax, layer_norm, a reduction over the last dim); "
+                   "a group holds one\n");
     expect_line(r, "# 2 groups formed, 5 nodes fused, 0 fusible-kind nodes left out\n");
     free(r);
 }
@@ -226,6 +227,67 @@ static void test_row_sizes(void **state) {
     expect_line(r, "  %d aten::mul.Scalar: not merged into its user %3 prim::FusionGroup: %d has sizes "
                    "[8], not those of the row op, whose rows the group iterates\n");
     expect_line(r, "# 1 group formed, 2 nodes fused, 1 fusible-kind node left out\n");
+    free(r);
+}
+
+/* RMSNorm: the mean of squares over the last dim, its epilogue of the
+ * reduced sizes and the full-size product reading it broadcast: one group. */
+static void test_reduction_group(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 8), %w : Float(8)):\n"
+                        "  %1 : Float(4, 8) = aten::mul(%a, %a)\n"
+                        "  %2 : Float(4, 1) = aten::mean.dim[dim=[-1], keepdim=True](%1)\n"
+                        "  %3 : Float(4, 1) = aten::add.Scalar[other=1e-05, alpha=1.](%2)\n"
+                        "  %4 : Float(4, 1) = aten::rsqrt(%3)\n"
+                        "  %5 : Float(4, 8) = aten::mul(%a, %4)\n"
+                        "  %6 : Float(4, 8) = aten::mul(%5, %w)\n"
+                        "  return (%6)\n");
+    expect_line(r, "# 1 group formed, 6 nodes fused, 0 fusible-kind nodes left out\n");
+    free(r);
+}
+
+/* a + sum(a * 0.5, -1) without keepdim: [4] broadcasts along the last dim,
+ * not along the rows, so the add stays out of the reduction's group. */
+static void test_reduction_dropped_dim(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 4)):\n"
+                        "  %p : Float(4, 4) = aten::mul.Scalar[other=0.5](%a)\n"
+                        "  %s : Float(4) = aten::sum.dim_IntList[dim=[-1], keepdim=False](%p)\n"
+                        "  %e : Float(4, 4) = aten::add[alpha=1.](%a, %s)\n"
+                        "  return (%e)\n");
+    expect_line(r, "  %e aten::add: not merged with its producer %1 prim::FusionGroup: %1 has the sizes [4] "
+                   "of a reduction without keepdim, and a member reads it into other sizes: broadcasting "
+                   "aligns it with the last dim, not with the rows\n");
+    expect_line(r, "# 1 group formed, 2 nodes fused, 1 fusible-kind node left out\n");
+    free(r);
+}
+
+/* sum(a * 0.5, -1) + c with c [4] from outside, without keepdim: the
+ * group's rows would read c along the last dim. */
+static void test_reduction_outside_read(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 4), %c : Float(4)):\n"
+                        "  %p : Float(4, 4) = aten::mul.Scalar[other=0.5](%a)\n"
+                        "  %s : Float(4) = aten::sum.dim_IntList[dim=[-1], keepdim=False](%p)\n"
+                        "  %e : Float(4) = aten::add[alpha=1.](%s, %c)\n"
+                        "  return (%e)\n");
+    expect_line(r, "  %e aten::add: not merged with its producer %2 prim::FusionGroup: %c of sizes [4] comes "
+                   "from outside into a member of a reduction without keepdim: such a group reads only "
+                   "values of sizes all 1 there\n");
+    free(r);
+}
+
+/* x * sum(x, -1, keepdim) over [4, 8], and a [8] value that would join:
+ * members of a reduction's group have its input's or its result's sizes. */
+static void test_reduction_sizes(void **state) {
+    (void)state;
+    char *r = report_of("graph(%a : Float(4, 8), %b : Float(8)):\n"
+                        "  %d : Float(8) = aten::mul.Scalar[other=0.5](%b)\n"
+                        "  %e : Float(4, 8) = aten::add[alpha=1.](%a, %d)\n"
+                        "  %f : Float(4, 1) = aten::amax[dim=[-1], keepdim=True](%e)\n"
+                        "  return (%f)\n");
+    expect_line(r, "  %d aten::mul.Scalar: not merged into its user %3 prim::FusionGroup: %d has sizes "
+                   "[8], not those of the row op, whose rows the group iterates\n");
     free(r);
 }
 
@@ -301,7 +363,8 @@ int main(void) {
         T(test_uneven_chunk),    T(test_dead_node),        T(test_cycle),
         T(test_used_before_without_cycle), T(test_output_sizes), T(test_chunk_piece_used_outside),
         T(test_operand_cap),     T(test_group_size_cap),   T(test_two_row_ops),
-        T(test_row_sizes),       cmocka_unit_test(test_models),
+        T(test_row_sizes),       T(test_reduction_group),  T(test_reduction_dropped_dim),
+        T(test_reduction_outside_read), T(test_reduction_sizes),       cmocka_unit_test(test_models),
         T(test_dump_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,12 @@
  *     and past the scratch buffer);
  *   - a constant row normalised to exactly 0 (the output is b, bit for bit);
  *   - rows split across threads give the same bits as one thread;
+ *   - reductions over the last dim: RMSNorm (x * rsqrt(mean(x * x) + eps)
+ *     * w, a full-size epilogue reading the mean broadcast), logsumexp(a + b)
+ *     and sum(x * y) (outputs of the reduced sizes, keepdim either way),
+ *     amax and amin of a difference, with NaN and infinite rows;
  *   - the kernel is LLVM's (no fallback), row kernels are cached apart, and
- *     their passes vectorise.
+ *     their passes vectorise (a reduction's too).
  * Built without LLVM, every test is skipped. */
 #include <math.h>
 #include <stdio.h>
@@ -394,6 +398,136 @@ static void rows_split_across_threads(void **state) {
     tj_graph_free(g);
 }
 
+/* ---- reductions ------------------------------------------------------------------ */
+
+/* The group of `body` (lines over %a : T(B, L), %b : T(B, L), %w : T(L),
+ * ending with the group's output %o of sizes `osz`). */
+static tj_graph *reduction_graph(tj_dtype dt, int64_t B, int64_t L, const char *osz, const char *body) {
+    const char *T = type_name(dt);
+    char text[4096], lines[2048];
+    /* the body names types as T(B, L), T(B, 1), T(B) and T(L): filled in here */
+    char full[64], red1[64], red0[64], row[64];
+    snprintf(full, sizeof full, "%s(%lld, %lld)", T, (long long)B, (long long)L);
+    snprintf(red1, sizeof red1, "%s(%lld, 1)", T, (long long)B);
+    snprintf(red0, sizeof red0, "%s(%lld)", T, (long long)B);
+    snprintf(row, sizeof row, "%s(%lld)", T, (long long)L);
+    size_t at = 0;
+    for (const char *p = body; *p && at + 64 < sizeof lines;) {
+        const char *sub = !strncmp(p, "FULL", 4) ? full : !strncmp(p, "RED1", 4) ? red1
+                          : !strncmp(p, "RED0", 4) ? red0 : !strncmp(p, "ROW_", 4) ? row : NULL;
+        if (sub) {
+            at += (size_t)snprintf(lines + at, sizeof lines - at, "%s", sub);
+            p += 4;
+        } else {
+            lines[at++] = *p++;
+        }
+    }
+    lines[at] = 0;
+    const char *o = !strcmp(osz, "FULL") ? full : !strcmp(osz, "RED1") ? red1 : red0;
+    snprintf(text, sizeof text,
+             "graph(%%x : %s, %%y : %s, %%v : %s):\n"
+             "  %%1 : %s = prim::FusionGroup_0(%%x, %%y, %%v)\n"
+             "  return (%%1)\n"
+             "with prim::FusionGroup_0 = graph(%%a : %s, %%b : %s, %%w : %s):\n%s",
+             full, full, row, o, full, full, row, lines);
+    return parse(text);
+}
+
+static const char *const reductions[][3] = {
+    {"rmsnorm", "FULL",
+     "  %1 : FULL = aten::mul(%a, %a)\n"
+     "  %2 : RED1 = aten::mean.dim[dim=[-1], keepdim=True](%1)\n"
+     "  %3 : RED1 = aten::add.Scalar[other=1e-05, alpha=1.](%2)\n"
+     "  %4 : RED1 = aten::rsqrt(%3)\n"
+     "  %5 : FULL = aten::mul(%a, %4)\n"
+     "  %6 : FULL = aten::mul(%5, %w)\n"
+     "  return (%6)\n"},
+    {"logsumexp(a + b)", "RED0",
+     "  %1 : FULL = aten::add[alpha=1.](%a, %b)\n"
+     "  %2 : RED0 = aten::logsumexp[dim=[-1], keepdim=False](%1)\n"
+     "  return (%2)\n"},
+    {"log(sum(a * b))", "RED1",
+     "  %1 : FULL = aten::mul(%a, %b)\n"
+     "  %2 : RED1 = aten::sum.dim_IntList[dim=[1], keepdim=True](%1)\n"
+     "  %3 : RED1 = aten::log(%2)\n"
+     "  return (%3)\n"},
+    {"a - amax(a)", "FULL",
+     "  %1 : RED1 = aten::amax[dim=[-1], keepdim=True](%a)\n"
+     "  %2 : FULL = aten::sub[alpha=1.](%a, %1)\n"
+     "  %3 : FULL = aten::exp(%2)\n"
+     "  return (%3)\n"},
+    {"amin(a * 2) * 0.5", "RED0",
+     "  %1 : FULL = aten::mul.Scalar[other=2.](%a)\n"
+     "  %2 : RED0 = aten::amin[dim=[-1], keepdim=False](%1)\n"
+     "  %3 : RED0 = aten::mul.Scalar[other=0.5](%2)\n"
+     "  return (%3)\n"},
+};
+enum { N_REDUCTIONS = sizeof reductions / sizeof reductions[0] };
+
+/* Rows of NaN, of -inf, one +inf, constant: where amax, amin and
+ * logsumexp have their rules. */
+static void special_values(tj_tensor *x, int64_t B, int64_t L) {
+    bool f32 = tj_tensor_dtype(x) == TJ_F32;
+    for (int64_t r = 0; r < B && r < 4; r++)
+        for (int64_t j = 0; j < L; j++) {
+            double v = r == 0 ? (j == L / 2 ? NAN : 1) : r == 1 ? -INFINITY : r == 2 ? (j == 1 ? INFINITY : 0) : 2.5;
+            if (f32) ((float *)tj_data(x))[r * L + j] = (float)v;
+            else ((double *)tj_data(x))[r * L + j] = v;
+        }
+}
+
+static void reductions_fuse(void **state) {
+    (void)state;
+    static const int64_t lens[] = {2, 7, 33, 256, 1000, 20000};
+    tj_generator *gen = tj_generator_new(9);
+    for (int dti = 0; dti < 2; dti++) {
+        tj_dtype dt = dti ? TJ_F64 : TJ_F32;
+        for (int k = 0; k < N_REDUCTIONS; k++)
+            for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+                int64_t L = lens[li], B = rows_for(L), sz[2] = {B, L};
+                tj_graph *g = reduction_graph(dt, B, L, reductions[k][1], reductions[k][2]);
+                char what[128];
+                snprintf(what, sizeof what, "%s %s [%lld, %lld]", reductions[k][0], type_name(dt),
+                         (long long)B, (long long)L);
+                /* owned here: tt_fuser_restride releases inside, which a scope would repeat */
+                tj_tensor *in[3] = {tt_random(gen, sz, 2, dt, 0.1, 2), tt_random(gen, sz, 2, dt, 0.1, 2),
+                                    tt_random(gen, &L, 1, dt, 0.5, 1.5)};
+                special_values(in[0], B, L);
+                row_case c = dt == TJ_F32 ? f32_case(what) : f64_case(what);
+                if (L >= 1000) c.rtol *= 10; /* sums in their own order */
+                check(g, in, &c, NULL);
+                tj_tensor *strided = tt_fuser_restride(gen, in[0], 1);
+                tj_tensor *in2[3] = {strided, in[1], in[2]};
+                check(g, in2, &c, NULL);
+                tj_release(strided);
+                for (int i = 0; i < 3; i++) tj_release(in[i]);
+                tj_graph_free(g);
+            }
+    }
+    tj_generator_free(gen);
+}
+
+/* Each reduction pass and the full-size epilogue pass vectorise. */
+static void reduction_passes_vectorise(void **state) {
+    (void)state;
+    for (int k = 0; k < N_REDUCTIONS; k++) {
+        tj_graph *g = reduction_graph(TJ_F32, 64, 1024, reductions[k][1], reductions[k][2]);
+        tjf_spec spec;
+        tjf_spec_of_types(the_group(g), &spec);
+        char *ir = tjl_kernel_text(tj_node_subgraph(the_group(g)), &spec, false, TJL_TEXT_IR_OPT);
+        assert_non_null(ir);
+        int loops = k == 0 ? 2 : k == 1 ? 2 : k == 3 ? 2 : 1, bodies = 0; /* passes over the row */
+        for (const char *p = ir; (p = strstr(p, "vector.body")); p++) bodies++;
+        if (bodies < loops * 2)
+            fail_msg("%s: %d vector loop mentions, want %d loops, in\n%s", reductions[k][0], bodies, loops, ir);
+        const char *reduce = k == 3 ? "@llvm.vector.reduce.fmaximum" : k == 4 ? "@llvm.vector.reduce.fminimum"
+                                                                              : "@llvm.vector.reduce.fadd";
+        if (!strstr(ir, reduce)) fail_msg("%s: no %s in\n%s", reductions[k][0], reduce, ir);
+        free(ir);
+        tj_graph_free(g);
+    }
+}
+
 static void row_kernels_are_cached_apart(void **state) {
     (void)state;
     tj_graph *g1 = row_graph("aten::softmax"), *g2 = row_graph("aten::log_softmax");
@@ -456,6 +590,8 @@ int main(void) {
         cmocka_unit_test(rows_split_across_threads),
         cmocka_unit_test(row_kernels_are_cached_apart),
         cmocka_unit_test(row_passes_vectorise),
+        cmocka_unit_test(reductions_fuse),
+        cmocka_unit_test(reduction_passes_vectorise),
     };
 #else
     const struct CMUnitTest tests[] = {cmocka_unit_test(skipped_without_llvm)};

@@ -15,7 +15,12 @@
  * A row group (one softmax, log_softmax or layer_norm over the last dim:
  * fuser.h) runs row by row instead: each row of the iteration space is one
  * block, its prologue steps fill the row's scratch, the row op's step reads
- * the whole row, and the epilogue steps follow.
+ * the whole row, and the epilogue steps follow. A reduction's group (sum,
+ * mean, amax, amin or logsumexp over the last dim) iterates the rows of its
+ * input's sizes: its step reads the whole row and writes one value, and the
+ * steps of the members of the reduced sizes run over that one element per
+ * row (their temporaries are read with step 0 by the full-size steps, the
+ * broadcast along the row that keepdim gives).
  */
 #include <math.h>
 #include <omp.h>
@@ -38,6 +43,7 @@ typedef struct slot {
     slot_kind kind;
     int index;      /* operand number, temp number, or const number */
     tj_dtype dtype;
+    bool per_row;   /* a temp of the reduced sizes: one element a row, read at step 0 */
 } slot;
 
 typedef struct step {
@@ -45,6 +51,7 @@ typedef struct step {
     int n_args;     /* out first */
     int args[4];    /* slots */
     double params[2];
+    bool per_row;   /* runs over one element a row (a member of the reduced sizes) */
 } step;
 
 typedef struct chunk_view {
@@ -55,6 +62,11 @@ typedef struct chunk_view {
 
 struct tjf_kernel {
     bool rows;               /* a row group: blocks are the iteration space's rows */
+    bool reduce;             /* ...of a reduction: the rows of its input's sizes, */
+    int it_ndim;             /* these (the spec's, propagated) */
+    int64_t it_sizes[TJ_MAX_DIMS];
+    bool dropped;            /* outputs of the reduced sizes without keepdim: the last dim
+                              * is added back as 1 to walk them with the rows */
     int n_inputs, n_outputs, n_views;
     int n_operands;          /* outputs, then inputs read directly, then chunk views */
     int *input_operand;      /* -1 for an input read only through chunks */
@@ -88,12 +100,13 @@ static bool add_step(tjf_kernel *k, step s) {
     return true;
 }
 
-/* A slot of dtype holding slot src converted (a temp, with its step). */
-static int converted(tjf_kernel *k, int src, tj_dtype dtype) {
+/* A slot of dtype holding slot src converted (a temp, with its step), for
+ * a step that runs per row or over the whole row. */
+static int converted(tjf_kernel *k, int src, tj_dtype dtype, bool per_row) {
     if (k->slots[src].dtype == dtype) return src;
     int t = k->n_slots++;
-    k->slots[t] = (slot){SLOT_TEMP, k->n_temps++, dtype};
-    step s = {tjcpu_convert_loop(dtype, k->slots[src].dtype), 2, {t, src}, {0, 0}};
+    k->slots[t] = (slot){SLOT_TEMP, k->n_temps++, dtype, per_row};
+    step s = {tjcpu_convert_loop(dtype, k->slots[src].dtype), 2, {t, src}, {0, 0}, per_row};
     return add_step(k, s) ? t : -1;
 }
 
@@ -169,10 +182,52 @@ static void row_layer_norm_fn(int64_t m, char **a, const int64_t *st, const void
     else row_layer_norm_f64(m, a, st, p[1]);
 }
 
+/* Reductions of one row of m elements at stride st[1] into *a[0]: sums in
+ * double (as the unfused kernels' pairwise sums of f32), NaN wins in amax
+ * and amin, logsumexp shifted by the maximum unless that is infinite
+ * (PyTorch's rule: a row of -inf gives -inf, one holding +inf gives +inf). */
+#define REDUCE_FNS(T, SFX)                                                                          \
+    static void row_reduce_##SFX(int64_t m, char **a, const int64_t *st, tjf_row_kind kind) {     \
+        const T *x = (const T *)a[1];                                                               \
+        int64_t sx = st[1] / (int64_t)sizeof(T);                                                    \
+        double r = 0;                                                                               \
+        if (kind == TJF_ROW_SUM || kind == TJF_ROW_MEAN) {                                          \
+            for (int64_t j = 0; j < m; j++) r += (double)x[j * sx];                                 \
+            if (kind == TJF_ROW_MEAN) r /= (double)m;                                               \
+        } else {                                                                                    \
+            T e = x[0];                                                                             \
+            bool max = kind != TJF_ROW_AMIN;                                                        \
+            for (int64_t j = 1; j < m && e == e; j++) {                                             \
+                T v = x[j * sx];                                                                    \
+                if (v != v || (max ? v > e : v < e)) e = v;                                         \
+            }                                                                                       \
+            r = (double)e;                                                                          \
+            if (kind == TJF_ROW_LOGSUMEXP && e == e) {                                              \
+                double shift = isinf(r) ? 0 : r, sum = 0;                                           \
+                for (int64_t j = 0; j < m; j++) sum += exp((double)x[j * sx] - shift);              \
+                r = log(sum) + shift;                                                               \
+            }                                                                                       \
+        }                                                                                           \
+        *(T *)a[0] = (T)r;                                                                          \
+    }
+REDUCE_FNS(float, f32)
+REDUCE_FNS(double, f64)
+
+/* params: the dtype, the kind; args: out (one element), x */
+static void row_reduce_fn(int64_t m, char **a, const int64_t *st, const void *ctx) {
+    const double *p = ctx;
+    if ((tj_dtype)p[0] == TJ_F32) row_reduce_f32(m, a, st, (tjf_row_kind)p[1]);
+    else row_reduce_f64(m, a, st, (tjf_row_kind)p[1]);
+}
+
 /* The step of row op n, whose result has dtype t. */
 static step row_step(const tj_node *n, tjf_row_kind kind, tj_dtype t) {
-    step s = {row_softmax_fn, 2, {0}, {(double)t, 0}};
+    step s = {row_softmax_fn, 2, {0}, {(double)t, 0}, false};
     if (kind == TJF_ROW_LOG_SOFTMAX) s.fn = row_log_softmax_fn;
+    if (tjf_row_reduces(kind)) {
+        s.fn = row_reduce_fn;
+        s.params[1] = (double)kind;
+    }
     if (kind == TJF_ROW_LAYER_NORM) {
         s.fn = row_layer_norm_fn;
         s.n_args = 4;
@@ -195,6 +250,120 @@ static void shrink(tjf_kernel *k) {
     }
 }
 
+typedef struct shape {
+    int ndim;
+    int64_t sizes[TJ_MAX_DIMS];
+} shape;
+
+static bool same_shape(const shape *a, const shape *b) {
+    return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
+}
+
+/* A reduction's group: the sizes of its values from the spec's (the graph's
+ * types need not be the spec's), the iteration sizes (the reduction's
+ * input's) and which values are per row (the reduction's result's sizes).
+ * per_row is indexed by the node's place in the block. NULL: the group is
+ * not of the form fuser.h describes. */
+static const char *plan_reduction(tjf_kernel *k, tj_block *b, const tjf_spec *spec, const tj_node *red,
+                                  bool *per_row) {
+    int n_values = tj_block_num_inputs(b);
+    for (tj_node *n = tj_block_first(b); n; n = tj_node_next(n)) n_values += tj_node_num_outputs(n);
+    shape *pool = tjc_calloc((size_t)n_values + 1, sizeof *pool);
+    tjc_ptrmap at;
+    tjc_ptrmap_init(&at);
+    const char *bad = pool ? NULL : "out of memory";
+    int used = 0;
+    for (int i = 0; !bad && i < tj_block_num_inputs(b); i++) {
+        shape *sh = &pool[used++];
+        sh->ndim = spec->inputs[i].ndim;
+        memcpy(sh->sizes, spec->inputs[i].sizes, sizeof(int64_t) * (size_t)sh->ndim);
+        if (!tjc_ptrmap_put(&at, tj_block_input(b, i), sh)) bad = "out of memory";
+    }
+    shape red_shape = {0};
+    for (tj_node *n = tj_block_first(b); n && !bad; n = tj_node_next(n)) {
+        shape s = {0};
+        const shape *x = tj_node_num_inputs(n) ? tjc_ptrmap_get(&at, tj_node_input(n, 0)) : NULL;
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
+            s = *x;
+            int dim;
+            int64_t chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
+            if (tjc_wrap_dim("prim::ConstantChunk", tj_node_attr(n, tj_node_attr_index(n, "dim"))->i,
+                             s.ndim, &dim) || chunks <= 0 || s.sizes[dim] % chunks) {
+                bad = "an uneven chunk";
+                break;
+            }
+            s.sizes[dim] /= chunks;
+        } else if (n == red) {
+            if (x->ndim < 1 || x->sizes[x->ndim - 1] < 2) {
+                bad = "a reduction of rows shorter than 2";
+                break;
+            }
+            k->it_ndim = x->ndim;
+            memcpy(k->it_sizes, x->sizes, sizeof k->it_sizes);
+            s = *x;
+            if (tjf_row_keepdim(n)) s.sizes[s.ndim - 1] = 1;
+            else s.ndim--;
+            red_shape = s;
+        } else {
+            for (int i = 0; i < tj_node_num_inputs(n); i++) {
+                const shape *in = tjc_ptrmap_get(&at, tj_node_input(n, i));
+                shape next;
+                if (tjc_broadcast_shapes(tj_node_name(n), s.sizes, s.ndim, in->sizes, in->ndim,
+                                         next.sizes, &next.ndim)) {
+                    tj_clear_error();
+                    bad = "operands that do not broadcast";
+                    break;
+                }
+                s = next;
+            }
+        }
+        for (int o = 0; !bad && o < tj_node_num_outputs(n); o++) {
+            pool[used] = s;
+            if (!tjc_ptrmap_put(&at, tj_node_output(n, o), &pool[used++])) bad = "out of memory";
+        }
+    }
+    /* full-size members, per-row ones; a per-row member reads values made
+     * outside only as sizes all 1 when the dim is dropped (fuse.c) */
+    shape full = {k->it_ndim, {0}};
+    memcpy(full.sizes, k->it_sizes, sizeof full.sizes);
+    bool keep = tjf_row_keepdim(red);
+    int idx = 0;
+    for (tj_node *n = tj_block_first(b); n && !bad; n = tj_node_next(n), idx++) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) continue;
+        const shape *o = tjc_ptrmap_get(&at, tj_node_output(n, 0));
+        per_row[idx] = n == red || same_shape(o, &red_shape);
+        for (int i = 0; !keep && per_row[idx] && n != red && i < tj_node_num_inputs(n); i++) {
+            const tj_value *v = tj_node_input(n, i);
+            const shape *in = tjc_ptrmap_get(&at, v);
+            bool ones = true;
+            for (int d = 0; d < in->ndim; d++) ones &= in->sizes[d] == 1;
+            tj_node_kind from = tj_node_kind_of(tj_value_node(v));
+            if (!ones && (from == TJ_NODE_PARAM || from == TJ_NODE_CONSTANT_CHUNK))
+                bad = "a value from outside read per row of a reduction without keepdim";
+        }
+        if (!bad && !per_row[idx] && !same_shape(o, &full)) {
+            int64_t it[TJ_MAX_DIMS];
+            int nd;
+            if (tjc_broadcast_shapes("fused reduction", o->sizes, o->ndim, full.sizes, full.ndim, it, &nd) ||
+                nd != full.ndim || memcmp(it, full.sizes, sizeof(int64_t) * (size_t)nd)) {
+                tj_clear_error();
+                bad = "a member of sizes other than the reduction's";
+            }
+        }
+    }
+    for (int i = 0; !bad && i < tj_block_num_outputs(b); i++) {
+        const shape *o = tjc_ptrmap_get(&at, tj_block_output(b, i));
+        bool reduced = same_shape(o, &red_shape);
+        if (!reduced && !same_shape(o, &full)) bad = "an output of sizes other than the reduction's";
+        if (i == 0) k->dropped = reduced && !keep;
+        else if ((reduced && !keep) != k->dropped) bad = "outputs of different sizes";
+    }
+    tjc_ptrmap_free(&at);
+    tjc_free(pool);
+    k->reduce = k->rows = true;
+    return bad;
+}
+
 static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     tj_graph *sub = (tj_graph *)subgraph; /* the IR's accessors take non-const graphs */
     tj_block *b = tj_graph_block(sub);
@@ -211,6 +380,17 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
     k->views = tjc_calloc((size_t)(max_slots), sizeof(chunk_view));
     if (!k->slots || !k->consts || !k->input_operand || !k->views)
         return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
+    const tj_node *row_node = tjf_row_node(sub);
+    bool small_rows[64] = {false};
+    bool *per_row = n_nodes <= 64 ? small_rows : tjc_calloc((size_t)n_nodes, sizeof(bool));
+    if (!per_row) return fail(k, TJ_ERR_MEMORY, "out of memory", NULL);
+    if (row_node && tjf_row_reduces(tjf_row_op(row_node))) {
+        const char *why = plan_reduction(k, b, spec, row_node, per_row);
+        if (why) {
+            if (per_row != small_rows) tjc_free(per_row);
+            return fail(k, strcmp(why, "out of memory") ? TJ_ERR_UNSUPPORTED : TJ_ERR_MEMORY, why, NULL);
+        }
+    }
 
     /* operands: outputs first; inputs that some node reads directly next */
     k->n_operands = k->n_outputs;
@@ -225,13 +405,15 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
         for (int u = 0; u < tj_value_num_uses(v); u++)
             direct |= tj_node_kind_of(tj_value_use(v, u).user) != TJ_NODE_CONSTANT_CHUNK;
         k->input_operand[i] = direct ? k->n_operands++ : -1;
-        k->slots[k->n_slots] = (slot){SLOT_OPERAND, k->input_operand[i], spec->inputs[i].dtype};
+        k->slots[k->n_slots] = (slot){SLOT_OPERAND, k->input_operand[i], spec->inputs[i].dtype, false};
         if (!SET_SLOT(v, k->n_slots++)) st = TJ_ERR_MEMORY;
     }
     /* outputs: the value's slot becomes the output operand when it is a node's
      * first result; otherwise the output is a copy */
     const char *bad = NULL;
+    int node_index = -1;
     for (tj_node *n = tj_block_first(b); n && !bad && !st; n = tj_node_next(n)) {
+        node_index++;
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             int in = SLOT_OF(tj_node_input(n, 0));
             int64_t chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
@@ -242,7 +424,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             }
             for (int i = 0; i < tj_node_num_outputs(n); i++) {
                 k->views[k->n_views] = (chunk_view){in, (int)dim, chunks, i};
-                k->slots[k->n_slots] = (slot){SLOT_OPERAND, -1 - k->n_views, spec->inputs[in].dtype};
+                k->slots[k->n_slots] = (slot){SLOT_OPERAND, -1 - k->n_views, spec->inputs[in].dtype, false};
                 k->n_views++;
                 if (!SET_SLOT(tj_node_output(n, i), k->n_slots++)) st = TJ_ERR_MEMORY;
             }
@@ -256,7 +438,7 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             step s = row_step(n, row, t);
             for (int i = 0; i < s.n_args - 1; i++) s.args[i + 1] = SLOT_OF(tj_node_input(n, i));
             int out = k->n_slots++;
-            k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, t};
+            k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, t, per_row[node_index]};
             s.args[0] = out;
             k->rows = true;
             if (!add_step(k, s) || !SET_SLOT(tj_node_output(n, 0), out)) st = TJ_ERR_MEMORY;
@@ -276,14 +458,15 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             bad = "a node the runner cannot type";
             break;
         }
-        step s = {tjcpu_pw_loop(op, tj_node_attrs(n), compute), 1, {0}, {0, 0}};
+        bool row_value = per_row[node_index];
+        step s = {tjcpu_pw_loop(op, tj_node_attrs(n), compute), 1, {0}, {0, 0}, row_value};
         if (!s.fn) {
             bad = "no loop for the compute dtype";
             break;
         }
         tjcpu_pw_params(op, tj_node_attrs(n), s.params);
         for (int i = 0; i < n_in; i++) {
-            int c = converted(k, SLOT_OF(tj_node_input(n, i)), compute);
+            int c = converted(k, SLOT_OF(tj_node_input(n, i)), compute, row_value);
             if (c < 0) st = TJ_ERR_MEMORY;
             s.args[s.n_args++] = c;
         }
@@ -294,11 +477,11 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             char *src[2] = {(char *)&k->consts[c], (char *)&value};
             int64_t steps[2] = {0, 0};
             tjcpu_convert_loop(compute, TJ_F64)(1, src, steps, NULL);
-            k->slots[k->n_slots] = (slot){SLOT_CONST, c, compute};
+            k->slots[k->n_slots] = (slot){SLOT_CONST, c, compute, false};
             s.args[s.n_args++] = k->n_slots++;
         }
         int out = k->n_slots++;
-        k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, result};
+        k->slots[out] = (slot){SLOT_TEMP, k->n_temps++, result, row_value};
         s.args[0] = out;
         if (st || !add_step(k, s)) {
             st = TJ_ERR_MEMORY;
@@ -316,14 +499,15 @@ static tjf_kernel *compile(const tj_graph *subgraph, const tjf_spec *spec) {
             break;
         }
         int target = k->n_slots++;
-        k->slots[target] = (slot){SLOT_OPERAND, i, want};
+        k->slots[target] = (slot){SLOT_OPERAND, i, want, false};
         if (k->slots[s].kind == SLOT_TEMP) { /* a node's result: write it in place */
             k->slots[s] = k->slots[target];
-        } else if (!add_step(k, (step){tjcpu_convert_loop(want, want), 2, {target, s}, {0, 0}})) {
+        } else if (!add_step(k, (step){tjcpu_convert_loop(want, want), 2, {target, s}, {0, 0}, false})) {
             st = TJ_ERR_MEMORY;
         }
     }
     tjc_ptrmap_free(&slot_of);
+    if (per_row != small_rows) tjc_free(per_row);
 #undef SLOT_OF
 #undef SET_SLOT
     if (bad) return fail(k, TJ_ERR_UNSUPPORTED, bad, NULL);
@@ -359,7 +543,7 @@ static void run_steps(const tjf_kernel *k, int64_t m, char *const *ptrs, const i
             break;
         case SLOT_TEMP:
             p[s] = scratch + (size_t)sl->index * temp_bytes;
-            st[s] = (int64_t)tj_dtype_size(sl->dtype);
+            st[s] = sl->per_row ? 0 : (int64_t)tj_dtype_size(sl->dtype);
             break;
         case SLOT_CONST:
             p[s] = (char *)&k->consts[sl->index];
@@ -375,16 +559,23 @@ static void run_steps(const tjf_kernel *k, int64_t m, char *const *ptrs, const i
             args[a] = p[S->args[a]];
             arg_steps[a] = st[S->args[a]];
         }
-        S->fn(m, args, arg_steps, S->params);
+        S->fn(S->per_row ? 1 : m, args, arg_steps, S->params);
     }
 }
 
-/* A row group: rows of the iteration space (ops[0]'s sizes) on the threads,
- * each row one block whose temporaries hold the whole row. */
+/* A row group: rows of the iteration space (ops[0]'s sizes, a reduction's
+ * input's) on the threads, each row one block whose temporaries hold the
+ * whole row. */
 static tj_status launch_rows(const tjf_kernel *k, tj_tensor *const *ops, int n_ops) {
+    struct tj_tensor space;
     const tj_tensor *it = ops[0];
+    if (k->reduce) { /* only its sizes are read */
+        space.ndim = k->it_ndim;
+        memcpy(space.sizes, k->it_sizes, sizeof space.sizes);
+        it = &space;
+    }
     int nd = it->ndim;
-    int64_t width = nd ? it->sizes[nd - 1] : 1, rows = tj_numel(it) / (width ? width : 1);
+    int64_t width = nd ? it->sizes[nd - 1] : 1, rows = tjc_numel(it->sizes, nd) / (width ? width : 1);
     if (width == 0 || rows == 0) return TJ_OK;
     /* per operand: byte strides along the iteration dims (0 where it broadcasts) */
     int64_t strides[TJCPU_MAX_OPERANDS][TJ_MAX_DIMS];
@@ -441,7 +632,14 @@ static void fused_loop(int64_t n, char **ptrs, const int64_t *steps, const void 
 static tj_status launch(const tjf_kernel *k, tj_tensor *const *inputs, tj_tensor *const *outputs) {
     tj_tensor *ops[TJCPU_MAX_OPERANDS];
     struct tj_tensor views[TJCPU_MAX_OPERANDS];
+    struct tj_tensor kept[TJCPU_MAX_OPERANDS];
     for (int i = 0; i < k->n_outputs; i++) ops[i] = outputs[i];
+    for (int i = 0; k->dropped && i < k->n_outputs; i++) { /* [rows...] walked as [rows..., 1] */
+        kept[i] = *outputs[i];
+        kept[i].sizes[kept[i].ndim] = 1;
+        kept[i].strides[kept[i].ndim++] = 1;
+        ops[i] = &kept[i];
+    }
     for (int i = 0; i < k->n_inputs; i++)
         if (k->input_operand[i] >= 0) ops[k->input_operand[i]] = inputs[i];
     for (int v = 0; v < k->n_views; v++) {

@@ -594,8 +594,13 @@ char *tjcu_fuse_kernel_text(const tj_graph *subgraph, const tjf_spec *spec, cons
             L->output_dtype[o] = (tj_dtype)tj_value_type(tj_block_output(b, o))->dtype;
         tj_node *last = tj_block_last(b);
         G->row = tjf_row_node(subgraph);
-        if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last)) &&
-            last != G->row) {
+        /* a reduction's group runs op by op through the device's kernels
+         * (fuse_rows.c writes normalisations only) */
+        if (G->row && tjf_row_reduces(tjf_row_op(G->row)))
+            st = tjc_error(TJ_ERR_UNSUPPORTED, "the CUDA fuser has no row kernel for a reduction (%s)",
+                           tj_node_name((tj_node *)G->row));
+        else if (last && tj_node_kind_of(last) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(last)) &&
+                 last != G->row) {
             if (strcmp(tj_node_name(last), "aten::cat") || L->n_outputs != 1 ||
                 tj_block_output(b, 0) != tj_node_output(last, 0))
                 st = tjc_error(TJ_ERR_UNSUPPORTED, "%s cannot run inside a CUDA kernel", tj_node_name(last));

@@ -131,7 +131,64 @@ static tj_status plan_row(gen *G, const tj_node *n) {
     slot *s = &G->slots[G->n_slots];
     *s = *x;
     s->operand = -1;
+    if (tjf_row_reduces(tjf_row_op(n))) { /* one value a row: the last dim kept as 1, or dropped */
+        if (x->sizes[x->ndim - 1] < 2)
+            return tjl_fail(ir, "%s of rows shorter than 2", tj_node_name(n)), TJ_ERR_UNSUPPORTED;
+        G->plan->ndim = x->ndim;
+        memcpy(G->plan->sizes, x->sizes, sizeof G->plan->sizes);
+        if (tjf_row_keepdim(n)) s->sizes[s->ndim - 1] = 1;
+        else s->ndim--;
+    }
     if (!set_slot(G, tj_node_output(n, 0), G->n_slots++)) return tjc_error(TJ_ERR_MEMORY, "out of memory");
+    return TJ_OK;
+}
+
+static bool slot_sizes_are(const slot *s, int ndim, const int64_t *sizes) {
+    return s->ndim == ndim && !memcmp(s->sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+}
+
+bool tjl_gen_per_row(const gen *G, const tj_value *v) {
+    if (!G->row || !tjf_row_reduces(tjf_row_op(G->row))) return false;
+    const slot *r = &G->slots[slot_of(G, tj_node_output(G->row, 0))];
+    return slot_sizes_are(&G->slots[slot_of(G, v)], r->ndim, r->sizes);
+}
+
+/* A reduction's group: the iteration space is the reduction's input's
+ * sizes (set by plan_row); the outputs all have them, or all the reduced
+ * sizes, walked as [rows..., 1]. Without keepdim a member of the reduced
+ * sizes reads operands only of sizes all 1 (fuse.c's rule): others would
+ * align with the last dim. */
+static tj_status plan_reduction_outputs(gen *G) {
+    tjl_ir *ir = G->ir;
+    tjl_plan *P = G->plan;
+    bool keep = tjf_row_keepdim(G->row);
+    for (tj_node *n = tj_block_first(G->b); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == G->row || keep ||
+            !tjl_gen_per_row(G, tj_node_output(n, 0)))
+            continue;
+        for (int i = 0; i < tj_node_num_inputs(n); i++) {
+            const slot *x = &G->slots[slot_of(G, tj_node_input(n, i))];
+            bool ones = true;
+            for (int d = 0; d < x->ndim; d++) ones &= x->sizes[d] == 1;
+            if (x->operand >= 0 && !ones)
+                return tjl_fail(ir, "an operand read per row of a reduction without keepdim"), TJ_ERR_UNSUPPORTED;
+        }
+    }
+    for (int i = 0; i < P->n_outputs; i++) {
+        tj_value *v = tj_block_output(G->b, i);
+        const slot *s = &G->slots[slot_of(G, v)];
+        bool reduced = tjl_gen_per_row(G, v);
+        if (!reduced && !slot_sizes_are(s, P->ndim, P->sizes))
+            return tjl_fail(ir, "an output of sizes other than the reduction's"), TJ_ERR_UNSUPPORTED;
+        if (i > 0 && reduced != P->reduced_outputs)
+            return tjl_fail(ir, "outputs of different sizes"), TJ_ERR_UNSUPPORTED;
+        P->reduced_outputs = reduced;
+        if (s->dtype != (tj_dtype)tj_value_type(v)->dtype)
+            return tjl_fail(ir, "an output whose dtype differs from the graph's"), TJ_ERR_UNSUPPORTED;
+        P->op[i].dtype = s->dtype;
+    }
+    P->numel = tjc_numel(P->sizes, P->ndim);
+    P->row_len = P->sizes[P->ndim - 1];
     return TJ_OK;
 }
 
@@ -227,6 +284,7 @@ static tj_status plan_values(gen *G) {
         s->dtype = result;
         if (!set_slot(G, tj_node_output(n, 0), G->n_slots++)) return tjc_error(TJ_ERR_MEMORY, "out of memory");
     }
+    if (G->row && tjf_row_reduces(tjf_row_op(G->row))) return plan_reduction_outputs(G);
     /* the iteration space: the outputs' sizes, all alike */
     for (int i = 0; i < P->n_outputs; i++) {
         tj_value *v = tj_block_output(b, i);
@@ -258,6 +316,12 @@ static tj_status plan_operands(gen *G) {
         tjl_operand *o = &P->op[k];
         const int64_t *sz = P->sizes;
         int nd = P->ndim;
+        int64_t reduced[TJ_MAX_DIMS];
+        if (o->kind == TJL_OUTPUT && P->reduced_outputs) { /* [rows..., 1] */
+            memcpy(reduced, P->sizes, sizeof reduced);
+            reduced[nd - 1] = 1;
+            sz = reduced;
+        }
         if (o->kind != TJL_OUTPUT) {
             const tjf_input_spec *is = &G->spec->inputs[o->index];
             sz = is->sizes;

@@ -114,6 +114,9 @@ typedef struct tjl_plan {
     /* a row kernel (the group holds a row op): elements per row, the last
      * collapsed dim; the kernel's range counts rows. 0: elements. */
     int64_t row_len;
+    /* a reduction's row kernel whose outputs have the reduced sizes: one
+     * element a row, walked as [rows..., 1] of the iteration space */
+    bool reduced_outputs;
 } tjl_plan;
 
 /* Plans the kernel of subgraph for spec and emits it into ir's module as a
@@ -147,6 +150,9 @@ void tjl_gen_set(tjl_gen *G, const tj_value *v, LLVMValueRef x);
 void tjl_gen_store(tjl_gen *G, int i);
 /* The dtype v was planned in (the spec's). */
 tj_dtype tjl_gen_dtype(const tjl_gen *G, const tj_value *v);
+/* Whether v has the reduced sizes of the group's reduction (one value a
+ * row); false in groups without one. */
+bool tjl_gen_per_row(const tjl_gen *G, const tj_value *v);
 /* The body of a row kernel (rowgen.c): fn's blocks, over rows [begin, end)
  * of plan P for subgraph block b, whose row op is row. */
 tj_status tjl_emit_rows(tjl_gen *G, tjl_ir *ir, const tjl_plan *P, tj_block *b, const tj_node *row,

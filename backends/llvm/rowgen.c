@@ -10,7 +10,17 @@
  *   layer_norm             pass 1: the mean of x - x0 (x0 the row's first x);
  *                          pass 2: the biased variance, sum ((x - x0) - d)^2 / N;
  *                          pass 3: the normalised value, w and b, the
- *                                  epilogue and the stores.
+ *                                  epilogue and the stores;
+ *   sum, mean, amax, amin  pass 1: x and its sum (in x's dtype, reassociable)
+ *                                  or its llvm.maximum / llvm.minimum;
+ *   logsumexp              pass 1: the maximum m; pass 2: s = sum exp(x - m'),
+ *                                  m' = m unless infinite, then 0 (PyTorch's
+ *                                  rule: rows of -inf give -inf, rows holding
+ *                                  +inf give +inf), and log(s) + m'.
+ * After a reduction the members of the reduced sizes are evaluated once for
+ * the row; with outputs of those sizes they are stored then, otherwise a
+ * last pass evaluates the full-size epilogue (reading them as constants of
+ * the row) and stores.
  *
  * Shifting by x0 before summing keeps a constant row's variance and its
  * normalised values exactly 0 whatever the rounding of the mean, and keeps
@@ -179,9 +189,52 @@ static tj_status pass_body(rows *R, int pass, V j, V *acc) {
     return TJ_OK;
 }
 
+/* ---- reductions --------------------------------------------------------------------- */
+
+/* Pass `pass` of a reduction at element j: x, then the accumulator. */
+static tj_status reduce_body(rows *R, int pass, V j, V *acc) {
+    LLVMBuilderRef B = R->ir->b;
+    tj_status st = eval(R, j, &R->need_x, false);
+    if (st) return st;
+    V x = tjl_gen_value(R->G, R->x, R->t);
+    if (R->kind == TJF_ROW_AMIN) *acc = tjl_intrinsic(R->ir, "llvm.minimum", *acc, x);
+    else if (R->kind == TJF_ROW_AMAX || (R->kind == TJF_ROW_LOGSUMEXP && pass == 1))
+        *acc = tjl_intrinsic(R->ir, "llvm.maximum", *acc, x);
+    else if (R->kind == TJF_ROW_LOGSUMEXP) *acc = reassoc(LLVMBuildFAdd(B, *acc, exp_of(R, LLVMBuildFSub(B, x, R->m, "")), ""));
+    else *acc = reassoc(LLVMBuildFAdd(B, *acc, x, ""));
+    return TJ_OK;
+}
+
+/* The values of the reduced sizes at the row (those evaluated after the
+ * reduction), in their dtypes: set again at every element of the last pass. */
+typedef struct row_consts {
+    const tj_value *v[TJF_MAX_GROUP_NODES + 1];
+    V x[TJF_MAX_GROUP_NODES + 1];
+    int n;
+} row_consts;
+
+static void set_row_consts(rows *R, const row_consts *c) {
+    for (int i = 0; i < c->n; i++) tjl_gen_set(R->G, c->v[i], c->x[i]);
+}
+
+/* The last pass's element j: the full-size nodes the outputs need, the stores. */
+static tj_status reduce_store_body(rows *R, V j, const row_consts *c) {
+    tjl_gen_at(R->G, j);
+    set_row_consts(R, c);
+    for (tj_node *n = tj_block_first(R->b); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == R->row ||
+            !tjc_ptrmap_has(&R->need_out, tj_node_output(n, 0)) || tjl_gen_per_row(R->G, tj_node_output(n, 0)))
+            continue;
+        tj_status st = tjl_gen_node(R->G, n);
+        if (st) return st;
+    }
+    for (int i = 0; i < R->P->n_outputs; i++) tjl_gen_store(R->G, i);
+    return TJ_OK;
+}
+
 /* A loop over the row's columns [0, len) running pass; *acc: the reduction's
- * start in, its result out (NULL: none). */
-static tj_status col_loop(rows *R, V fn, int pass, V *acc) {
+ * start in, its result out (NULL: none); c: a reduction's last pass. */
+static tj_status col_loop_with(rows *R, V fn, int pass, V *acc, const row_consts *c) {
     tjl_ir *ir = R->ir;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(ir->b);
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "col");
@@ -190,7 +243,9 @@ static tj_status col_loop(rows *R, V fn, int pass, V *acc) {
     LLVMPositionBuilderAtEnd(ir->b, loop);
     V j = LLVMBuildPhi(ir->b, ir->i64, "j");
     V ph = acc ? LLVMBuildPhi(ir->b, LLVMTypeOf(*acc), "acc") : NULL, cur = ph;
-    tj_status st = pass_body(R, pass, j, &cur);
+    tj_status st = !tjf_row_reduces(R->kind) ? pass_body(R, pass, j, &cur)
+                   : c                         ? reduce_store_body(R, j, c)
+                                               : reduce_body(R, pass, j, &cur);
     if (st) return st;
     V jn = LLVMBuildAdd(ir->b, j, i64c(ir, 1), "");
     LLVMBasicBlockRef from[2] = {pre, LLVMGetInsertBlock(ir->b)};
@@ -206,11 +261,54 @@ static tj_status col_loop(rows *R, V fn, int pass, V *acc) {
     return TJ_OK;
 }
 
+static tj_status emit_reduction(rows *R, V fn) {
+    tjl_ir *ir = R->ir;
+    LLVMBuilderRef B = ir->b;
+    tj_status st;
+    bool amin = R->kind == TJF_ROW_AMIN, sums = R->kind == TJF_ROW_SUM || R->kind == TJF_ROW_MEAN;
+    V acc = LLVMConstReal(R->T, sums ? 0.0 : amin ? INFINITY : -INFINITY);
+    if ((st = col_loop_with(R, fn, 1, &acc, NULL))) return st;
+    V r = acc;
+    if (R->kind == TJF_ROW_MEAN) r = LLVMBuildFDiv(B, acc, LLVMConstReal(R->T, (double)R->len), "");
+    if (R->kind == TJF_ROW_LOGSUMEXP) {
+        V inf = LLVMBuildFCmp(B, LLVMRealOEQ, tjl_intrinsic(ir, "llvm.fabs", acc, NULL),
+                              LLVMConstReal(R->T, INFINITY), "");
+        R->m = LLVMBuildSelect(B, inf, LLVMConstReal(R->T, 0.0), acc, "");
+        V s = LLVMConstReal(R->T, 0.0);
+        if ((st = col_loop_with(R, fn, 2, &s, NULL))) return st;
+        V ls = tjl_libm(ir, "log", to_f64(R, s), NULL); /* in f64, as log_softmax's */
+        if (R->t == TJ_F32) ls = LLVMBuildFPTrunc(B, ls, ir->f32, "");
+        r = LLVMBuildFAdd(B, ls, R->m, "");
+    }
+    /* the members of the reduced sizes, once for the row */
+    row_consts c = {.n = 0};
+    tjl_gen_at(R->G, i64c(ir, 0));
+    tjl_gen_set(R->G, tj_node_output((tj_node *)R->row, 0), r);
+    c.v[c.n] = tj_node_output((tj_node *)R->row, 0);
+    c.x[c.n++] = r;
+    for (tj_node *n = tj_block_first(R->b); n; n = tj_node_next(n)) {
+        if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK || n == R->row) continue;
+        const tj_value *v = tj_node_output(n, 0);
+        if (!tjl_gen_per_row(R->G, v) || !tjc_ptrmap_has(&R->need_out, v) || c.n > TJF_MAX_GROUP_NODES) continue;
+        if ((st = tjl_gen_node(R->G, n))) return st;
+        c.v[c.n] = v;
+        c.x[c.n++] = tjl_gen_value(R->G, v, tjl_gen_dtype(R->G, v));
+    }
+    if (R->P->reduced_outputs) {
+        for (int i = 0; i < R->P->n_outputs; i++) tjl_gen_store(R->G, i);
+        return TJ_OK;
+    }
+    return col_loop_with(R, fn, 3, NULL, &c);
+}
+
+static tj_status col_loop(rows *R, V fn, int pass, V *acc) { return col_loop_with(R, fn, pass, acc, NULL); }
+
 /* One row's passes and statistics. */
 static tj_status emit_row(rows *R, V fn) {
     tjl_ir *ir = R->ir;
     LLVMBuilderRef B = ir->b;
     tj_status st;
+    if (tjf_row_reduces(R->kind)) return emit_reduction(R, fn);
     if (R->kind != TJF_ROW_LAYER_NORM) {
         V m = LLVMConstReal(R->T, -INFINITY);
         if ((st = col_loop(R, fn, 1, &m))) return st;
@@ -278,7 +376,7 @@ tj_status tjl_emit_rows(tjl_gen *G, tjl_ir *ir, const tjl_plan *P, tj_block *b, 
     R.t = tjl_gen_dtype(G, R.x); /* the spec's, which the graph's types need not be */
     R.T = tjl_type(ir, R.t);
     R.len = P->row_len;
-    if (R.len * (int64_t)tj_dtype_size(R.t) <= SCRATCH_BYTES) {
+    if (!tjf_row_reduces(R.kind) && R.len * (int64_t)tj_dtype_size(R.t) <= SCRATCH_BYTES) {
         R.scratch = LLVMConstNull(ir->ptr); /* made in emit() */
         R.keep_exp = R.kind == TJF_ROW_SOFTMAX && tj_value_num_uses(R.x) == 1 && !is_output(&R, R.x);
     }
