@@ -162,10 +162,10 @@ tj_program *tji_compile_owned(tj_graph *own, const tj_graph *g, const tj_compile
     const char *backend_name = p->opts.backend ? p->opts.backend : tjf_default_backend_name();
     const tjf_backend *backend = tjf_find_backend(backend_name);
     if (!backend) {
+        tjc_error(TJ_ERR_ARG, "tj_compile: no fusion backend named '%s'%s", backend_name,
+                  p->opts.backend ? "" : " (from TJIT_BACKEND)");
         tj_program_free(p);
-        return tjc_error(TJ_ERR_ARG, "tj_compile: no fusion backend named '%s'%s", backend_name,
-                         p->opts.backend ? "" : " (from TJIT_BACKEND)"),
-               NULL;
+        return NULL;
     }
     if (tji_lower(p->graph, backend, &p->code) != TJ_OK) {
         tj_program_free(p);
