@@ -72,18 +72,25 @@ static inline float tjm_logf(float x) {
     return tjm_f32_from_bits(rb);
 }
 
-/* e^y for y in [0, 18.2], as tjm_expf computes it (the same operations, so
- * the same bits) less what that range never needs: no clamps, no NaN, and
- * 2^n in one factor (n <= 27). */
-static inline float tjm_expf_tanh_range(float y) {
+/* tjm_expf's reduction and polynomial for y in its unclamped range: e^y is
+ * the result times 2^*n. The reduced-range exps below scale it each in the
+ * one way their range allows, with tjm_expf's bits. */
+static inline float tjm_expf_core(float y, int *n) {
     float fn = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    int n = (int)fn;
+    *n = (int)fn;
     float r = y - fn * 0.693359375f;
     r = r - fn * -2.12194440e-4f;
     float z = r * r;
     float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
                 4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
+    return p * z + r + 1.0f;
+}
+
+/* e^y for y in [0, 18.2], with no clamps, no NaN, and 2^n in one factor
+ * (n <= 27). */
+static inline float tjm_expf_tanh_range(float y) {
+    int n;
+    float p = tjm_expf_core(y, &n);
     return p * tjm_pow2i(n);
 }
 
@@ -95,14 +102,8 @@ static inline float tjm_expf_tanh_range(float y) {
 static inline float tjm_expf_sigmoid_range(float y) {
     y = y > -86.0f ? y : -86.0f;
     y = y < 89.0f ? y : 89.0f;
-    float fn = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    int n = (int)fn;
-    float r = y - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
-    float z = r * r;
-    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
+    int n;
+    float p = tjm_expf_core(y, &n);
     return (p * 2.0f) * tjm_pow2i(n - 1);
 }
 /* 1 / (1 + tjm_expf(-x)) and x / (1 + tjm_expf(-x)), bit for bit */

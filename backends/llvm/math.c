@@ -86,18 +86,23 @@ static V logf_body(fb *f, V x) {
     return sel(f, ne(f, x, x), x, r);
 }
 
-/* tjm_expf_sigmoid_range: e^y with y clamped into [-86, 89] (NaN to -86) */
-static V expf_sigmoid_range(fb *f, V y) {
-    y = sel(f, gt(f, y, K(f, -86.0f)), y, K(f, -86.0f));
-    y = sel(f, lt(f, y, K(f, 89.0f)), y, K(f, 89.0f));
+/* tjm_expf_core: the polynomial of the reduced argument, and n of 2^n */
+static V expf_core(fb *f, V y, V *n) {
     V fn = sub(f, add(f, mul(f, y, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
-    V n = LLVMBuildFPToSI(f->b, fn, f->it, "");
+    *n = LLVMBuildFPToSI(f->b, fn, f->it, "");
     V r = sub(f, y, mul(f, fn, K(f, 0.693359375f)));
     r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
     V z = mul(f, r, r);
     static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-    V p = add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
+    return add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
+}
+
+/* tjm_expf_sigmoid_range: e^y with y clamped into [-86, 89] (NaN to -86) */
+static V expf_sigmoid_range(fb *f, V y) {
+    y = sel(f, gt(f, y, K(f, -86.0f)), y, K(f, -86.0f));
+    y = sel(f, lt(f, y, K(f, 89.0f)), y, K(f, 89.0f));
+    V n, p = expf_core(f, y, &n);
     return mul(f, mul(f, p, K(f, 2.0f)), pow2i(f, n, 126, 23)); /* 2 p 2^(n-1) */
 }
 
@@ -113,14 +118,7 @@ static V siluf_body(fb *f, V x) {
 
 /* tjm_expf_tanh_range: e^y for y in [0, 18.2] */
 static V expf_tanh_range(fb *f, V y) {
-    V fn = sub(f, add(f, mul(f, y, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
-    V n = LLVMBuildFPToSI(f->b, fn, f->it, "");
-    V r = sub(f, y, mul(f, fn, K(f, 0.693359375f)));
-    r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
-    V z = mul(f, r, r);
-    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-    V p = add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
+    V n, p = expf_core(f, y, &n);
     return mul(f, p, pow2i(f, n, 127, 23));
 }
 
