@@ -342,7 +342,11 @@ static void check_model(const char *name, bool training) {
             assert_non_null(b);
             assert_int_equal(tj_tensor_device(b).type, TJ_CUDA);
             tt_ref r = tt_ref_of(a);
-            assert_close_on_host(b, &r, 1e-3, 1e-5);
+            /* a weight's gradient sums over the batch, in another order on each side:
+             * an element that cancels to near 0 keeps an error of the tensor's scale */
+            double big = 0;
+            for (int64_t e = 0; e < r.numel; e++) big = fmax(big, fabs(r.v[e]));
+            assert_close_on_host(b, &r, 1e-3, fmax(1e-5, 1e-5 * big));
             tt_ref_free(&r);
             tj_release(a);
             tj_release(b);

@@ -33,6 +33,8 @@ int tt_cuda_run(const char *name, const struct CMUnitTest *tests, size_t n) {
                tj_last_error()[0] ? tj_last_error() : "none found");
         return 77;
     }
+    const char *only = getenv("TT_TEST_FILTER"); /* e.g. TT_TEST_FILTER=models_training */
+    if (only && only[0]) cmocka_set_test_filter(only);
     int failed = _cmocka_run_group_tests(base, tests, n, NULL, NULL);
     printf("%s: %ld cases on cuda:0 (%s)\n", base, n_cases,
            tt_cuda_on_gpu() ? "GPU" : "host execution harness");
