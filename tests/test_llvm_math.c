@@ -431,6 +431,24 @@ static tj_tensor *run_model(tj_status (*model)(void *, tj_tensor *const *, int, 
     return out;
 }
 
+/* Every vector version of fn that ir defines is called by a vector loop (the
+ * main loop's width and the epilogue's; those no loop called are removed
+ * before code generation), and there is at least one. */
+static void assert_variants_called(const char *ir, const char *fn) {
+    int defined = 0;
+    char name[64];
+    for (const char *at = strstr(ir, "define internal <"); at; at = strstr(at + 1, "define internal <")) {
+        const char *f = strchr(at, '@');
+        size_t len = strlen(fn);
+        if (!f || strncmp(f + 1, fn, len) || strncmp(f + 1 + len, ".v", 2)) continue;
+        size_t n = strcspn(f, "(");
+        snprintf(name, sizeof name, "%.*s", (int)n, f);
+        if (!calls_vector_version(ir, name)) fail_msg("%s is defined but no loop calls it", name);
+        defined++;
+    }
+    if (!defined) fail_msg("no vector version of %s", fn);
+}
+
 static void outlined_functions_keep_their_bits(void **state) {
     (void)state;
     int64_t n = 0;
@@ -443,6 +461,7 @@ static void outlined_functions_keep_their_bits(void **state) {
     tj_tensor *x = tensor_of(xf, m, TJ_F32), *out = run_model(chain_model, x, &text);
     assert_non_null(strstr(text, "vector.body"));
     assert_true(calls_vector_version(text, "@tjl.tanhf.v"));
+    assert_variants_called(text, "tjl.tanhf");
     free(text);
     const float *gf = tj_data(out);
     for (int64_t i = 0; i < m; i++)
@@ -453,6 +472,7 @@ static void outlined_functions_keep_their_bits(void **state) {
     x = tensor_of(xd, m, TJ_F64);
     out = run_model(chain_model, x, &text);
     assert_true(calls_vector_version(text, "@tjl.tanhd.v"));
+    assert_variants_called(text, "tjl.tanhd");
     free(text);
     const double *gd = tj_data(out);
     for (int64_t i = 0; i < m; i++)

@@ -74,9 +74,13 @@ typedef enum tjl_fn {
 /* A call of the module's inline (alwaysinline, internal) version of fn. */
 LLVMValueRef tjl_math(tjl_ir *ir, tjl_fn fn, LLVMValueRef a, LLVMValueRef b);
 /* When the module's kernels call these functions more than a few times, has
- * them called out of line, through vector versions vector_bits wide, so
- * that each body is compiled once, not once per call (math.c). */
+ * them called out of line, through vector versions vector_bits and half as
+ * wide (the main loop's and the vectorised epilogue's), so that each body is
+ * compiled once, not once per call (math.c). */
 void tjl_math_outline(tjl_ir *ir, unsigned vector_bits);
+/* After optimisation: the vector versions no loop came to call, removed
+ * (the code generator would otherwise compile every one). */
+void tjl_math_drop_unused(tjl_ir *ir);
 /* A call of a C library function by name (float or double, 1 or 2 arguments),
  * marked nobuiltin so LLVM does not rewrite it: the same bits as the portable
  * runner's call. */

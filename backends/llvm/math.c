@@ -395,7 +395,7 @@ void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
         forced |= fn && always_outlined((tjl_fn)w);
     }
     if (total <= OUTLINE_AFTER_CALLS && !forced) return;
-    LLVMValueRef used[TJL_NUM_FNS];
+    LLVMValueRef used[2 * TJL_NUM_FNS];
     int n_used = 0;
     for (int w = 0; w < TJL_NUM_FNS; w++) {
         LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name), calls[MAX_CALLS];
@@ -403,26 +403,39 @@ void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
         if (total <= OUTLINE_AFTER_CALLS && !always_outlined((tjl_fn)w)) continue;
         int n = kernel_calls(fn, calls, MAX_CALLS);
         if (n == 0 || n > MAX_CALLS) continue;
+        /* the machine's width for the main loop, half of it for the vectorised
+         * epilogue, which otherwise calls the scalar function once per lane */
         unsigned vf = vector_bits / (fns[w].f64 ? 64u : 32u);
-        char vname[64], variant[160];
-        vector_name(vname, sizeof vname, (tjl_fn)w, vf);
-        LLVMValueRef vfn = get_vector_fn(ir, (tjl_fn)w, vf);
-        used[n_used++] = vfn;
+        char variant[2 * 160] = "";
+        for (unsigned v = vf; v >= 2 && v >= vf / 2; v /= 2) {
+            char vname[64];
+            vector_name(vname, sizeof vname, (tjl_fn)w, v);
+            used[n_used++] = get_vector_fn(ir, (tjl_fn)w, v);
+            size_t at = strlen(variant);
+            snprintf(variant + at, sizeof variant - at, "%s_ZGV_LLVM_N%uv_%s(%s)", at ? "," : "", v,
+                     fns[w].name, vname);
+        }
         unsigned inline_kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
         LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, inline_kind);
         add_fn_attr(ir, fn, "noinline");
-        snprintf(variant, sizeof variant, "_ZGV_LLVM_N%uv_%s(%s)", vf, fns[w].name, vname);
         LLVMAttributeRef attr = LLVMCreateStringAttribute(ir->ctx, "vector-function-abi-variant", 27,
                                                           variant, (unsigned)strlen(variant));
         for (int i = 0; i < n; i++) LLVMAddCallSiteAttribute(calls[i], LLVMAttributeFunctionIndex, attr);
     }
-    if (!n_used) return;
-    /* the variants have no caller until the vectoriser makes them: keep them */
-    LLVMTypeRef arr = LLVMArrayType(ir->ptr, (unsigned)n_used);
-    LLVMValueRef g = LLVMAddGlobal(ir->mod, arr, "llvm.compiler.used");
-    LLVMSetLinkage(g, LLVMAppendingLinkage);
-    LLVMSetSection(g, "llvm.metadata");
-    LLVMSetInitializer(g, LLVMConstArray(ir->ptr, used, (unsigned)n_used));
+    /* the variants have no caller until the vectoriser makes them: visible
+     * outside the module until then, so that no pass removes them */
+    for (int i = 0; i < n_used; i++) LLVMSetLinkage(used[i], LLVMExternalLinkage);
+}
+
+void tjl_math_drop_unused(tjl_ir *ir) {
+    for (LLVMValueRef f = LLVMGetFirstFunction(ir->mod), next; f; f = next) {
+        next = LLVMGetNextFunction(f);
+        if (LLVMIsDeclaration(f) || LLVMGetLinkage(f) != LLVMExternalLinkage ||
+            strncmp(LLVMGetValueName(f), "tjl.", 4))
+            continue;
+        if (LLVMGetFirstUse(f)) LLVMSetLinkage(f, LLVMInternalLinkage); /* no clash between modules */
+        else LLVMDeleteFunction(f);
+    }
 }
 
 LLVMValueRef tjl_libm(tjl_ir *ir, const char *name, LLVMValueRef a, LLVMValueRef b) {
