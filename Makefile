@@ -28,8 +28,11 @@ build: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DTJIT_LLVM=$(TJIT_LLVM) $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR)
 
+# its tests on the CUDA host harness read the plain build's kernel cache (the
+# host compiler's modules do not depend on the sanitizers; CMakeLists.txt)
 build-asan: deps
-	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJIT_SANITIZE=ON -DTJIT_LLVM=OFF $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJIT_SANITIZE=ON -DTJIT_LLVM=OFF \
+		-DTJIT_TEST_KERNEL_CACHE=$(abspath $(BUILD_DIR))/kernel-cache $(CMAKE_FLAGS)
 	cmake --build $(ASAN_DIR)
 
 # the library and its concurrency tests alone, under ThreadSanitizer

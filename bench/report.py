@@ -20,6 +20,7 @@ import csv
 import datetime
 import json
 import os
+import re
 import platform
 import shutil
 import statistics
@@ -174,6 +175,19 @@ def tjit_blas(suite):
                    if "blas" in line and "cublas" not in line and "=>" in line})
 
 
+def tjit_blas_core(suite):
+    """The OpenBLAS kernels tjit runs (`tjit --version`, beside bench_suite):
+    tjit has OpenBLAS choose again where it fell back below the CPU's AVX2
+    (backends/cpu/blas_core.c). None when unknown."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(suite)), "tjit")
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    m = re.search(r"\(kernels for (\w+)\)", out)
+    return m.group(1) if m else None
+
+
 def cpu_isa():
     """The widest vector ISA the CPU offers tjit's and PyTorch's kernels, from
     /proc/cpuinfo's flags: AVX-512 (avx512f), AVX2, or neither."""
@@ -253,7 +267,9 @@ def machine(res):
            f"median {100 * statistics.median(others):.1f}%, at most {100 * max(others):.1f}% "
            f"({again} halves measured again for exceeding 15%)" if others else ""),
         f"- tjit commit {commit}, LLVM backend {'built' if m.get('llvm_built') else 'not built'}",
-        "- BLAS: tjit " + (", ".join(tjit_blas(res.suite)) if res.suite else "?") + "; "
+        "- BLAS: tjit " + (", ".join(tjit_blas(res.suite)) if res.suite else "?")
+        + (f" (kernels for {tjit_blas_core(res.suite)}, which PyTorch 1.13 gets too)"
+           if res.suite and tjit_blas_core(res.suite) else "") + "; "
         + "; ".join(f"{res.torch_name(side)} {side_blas(info)}"
                     for side, info in res.sides.items() if "version" in info)
         + "; threading variables: "

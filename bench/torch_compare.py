@@ -35,12 +35,13 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
 from progress import Progress
-from report import read_manifest, tjit_blas
+from report import read_manifest, tjit_blas, tjit_blas_core
 
 # the status line of the run (main), which lines of results print around
 progress = None
@@ -237,19 +238,26 @@ def run_suite(args, wid):
 
 
 def match_blas(suite):
-    """Runs PyTorch on the OpenBLAS build that tjit links. Debian's PyTorch loads
-    libblas.so.3 through the system's alternative (OpenBLAS's pthreads build
-    unless changed), tjit links the OpenMP build when it is installed, and the
-    two builds run GEMMs on different thread pools (docs/performance.md). When
-    the directory of tjit's OpenBLAS holds a libblas.so.3 that is not first on
-    LD_LIBRARY_PATH, this re-executes the script with it first: the loader reads
-    LD_LIBRARY_PATH only when a process starts."""
+    """Runs PyTorch on the OpenBLAS build that tjit links, with the kernels tjit
+    runs. Debian's PyTorch loads libblas.so.3 through the system's alternative
+    (OpenBLAS's pthreads build unless changed), tjit links the OpenMP build when
+    it is installed, and the two builds run GEMMs on different thread pools
+    (docs/performance.md). When the directory of tjit's OpenBLAS holds a
+    libblas.so.3 that is not first on LD_LIBRARY_PATH, this re-executes the
+    script with it first: the loader reads LD_LIBRARY_PATH only when a process
+    starts. Where tjit had OpenBLAS choose its kernels again (a CPU newer than
+    the library), OPENBLAS_CORETYPE gives PyTorch 1.13 the same ones."""
+    env = dict(os.environ)
     dirs = [os.path.dirname(p) for p in tjit_blas(suite)]
     dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libblas.so.3"))]
-    path = os.environ.get("LD_LIBRARY_PATH", "")
-    if not dirs or path.split(":")[0] == dirs[0]:
+    path = env.get("LD_LIBRARY_PATH", "")
+    if dirs and path.split(":")[0] != dirs[0]:
+        env["LD_LIBRARY_PATH"] = dirs[0] + (":" + path if path else "")
+    core = tjit_blas_core(suite)
+    if core and "OPENBLAS_CORETYPE" not in env:
+        env["OPENBLAS_CORETYPE"] = core
+    if env == dict(os.environ):
         return
-    env = dict(os.environ, LD_LIBRARY_PATH=dirs[0] + (":" + path if path else ""))
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
 

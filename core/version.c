@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cpu/isa.h"
+#include "backends/cpu/linalg.h"
 #include "core.h"
 #include "tjit/version.h"
 #ifdef TJIT_HAVE_LLVM
@@ -97,6 +98,7 @@ static void describe(void) {
     add(t, ", llvm, llvm-libm");
 #endif
     add(t, "\n");
+    tjcpu_blas_check_core(); /* the kernels tjit's calls will use */
     char *blas = openblas_get_config();
     add(t, "BLAS: %s (kernels for %s)\n", blas ? blas : "OpenBLAS", openblas_get_corename());
 #ifdef TJIT_HAVE_LLVM

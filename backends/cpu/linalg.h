@@ -35,7 +35,11 @@ tj_status tjcpu_gemm(tj_dtype dtype, int64_t m, int64_t n, int64_t k, double alp
  * steps; *step is that step. Size-1 dims are skipped, as their stride is free. */
 bool tjcpu_collapse(const int64_t *sizes, const int64_t *strides, int n, int64_t *step);
 
-/* Sets OpenBLAS's thread count to n, or to tjit's count when n is 0. */
+/* Sets OpenBLAS's thread count to n, or to tjit's count when n is 0; the
+ * first call also checks OpenBLAS's kernels (tjcpu_blas_check_core). */
 void tjcpu_blas_threads(int n);
+/* Once per process: when OpenBLAS chose kernels below the CPU's AVX2 (a CPU
+ * model newer than the library), has it choose again (blas_core.c). */
+void tjcpu_blas_check_core(void);
 
 #endif

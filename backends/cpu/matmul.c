@@ -12,6 +12,7 @@
 #include "linalg.h"
 
 void tjcpu_blas_threads(int n) {
+    tjcpu_blas_check_core();
     if (n <= 0) n = tj_get_num_threads();
     if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
@@ -140,6 +141,7 @@ DEFINE_SMALL_GEMM(small_gemm_f64, double)
 
 tj_status tjcpu_gemm(tj_dtype dt, int64_t m, int64_t n, int64_t k, double alpha, tjcpu_mat a,
                      tjcpu_mat b, double beta, void *c, int64_t ldc) {
+    tjcpu_blas_check_core(); /* every BLAS call of tjit's comes through here */
     if (m <= 0 || n <= 0) return TJ_OK;
     if (dt == TJ_I64) {
         gemm_i64(m, n, k, (int64_t)alpha, a, b, (int64_t)beta, c, ldc);
