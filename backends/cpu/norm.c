@@ -82,7 +82,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
             mean[ch] = s / cnt; /* PyTorch's batch statistics keep an infinite mean */
         }
         for (int64_t r = 0; r < rows; r++) ra[r] = mean[r % C];
-        BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, ra, s1, s2);
+        BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, ra, NULL, s2); /* the sums are known */
         for (int64_t ch = 0; ch < C; ch++) {
             double q = 0;
             for (int64_t n = 0; n < N; n++) q += s2[n * C + ch];
