@@ -234,6 +234,7 @@ def header(res):
 
 def machine(res):
     """Lines describing the machine and the run."""
+    core = tjit_blas_core(res.suite) if res.suite else None
     info = {}
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
@@ -268,8 +269,7 @@ def machine(res):
            f"({again} halves measured again for exceeding 15%)" if others else ""),
         f"- tjit commit {commit}, LLVM backend {'built' if m.get('llvm_built') else 'not built'}",
         "- BLAS: tjit " + (", ".join(tjit_blas(res.suite)) if res.suite else "?")
-        + (f" (kernels for {tjit_blas_core(res.suite)}, which PyTorch 1.13 gets too)"
-           if res.suite and tjit_blas_core(res.suite) else "") + "; "
+        + (f" (kernels for {core}, which PyTorch 1.13 gets too)" if core else "") + "; "
         + "; ".join(f"{res.torch_name(side)} {side_blas(info)}"
                     for side, info in res.sides.items() if "version" in info)
         + "; threading variables: "

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "backends/cpu/isa.h"
+#include "backends/cpu/linalg.h"
 #include "tests/support/testing.h"
 
 enum { M = 67, K = 45, N = 131 }; /* odd sizes: every kernel's edges */
@@ -35,13 +36,6 @@ static void mm_matches_reference(void) {
     tj_generator_free(gen);
 }
 
-static bool avx2_or_wider(const char *core) {
-    static const char *const wide[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator"};
-    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
-        if (!strcasecmp(core, wide[i])) return true;
-    return false;
-}
-
 static void kernels_fit_the_cpu(void **state) {
     (void)state;
     mm_matches_reference();
@@ -52,7 +46,7 @@ static void kernels_fit_the_cpu(void **state) {
     if (user) {
         assert_true(strcasecmp(core, user) == 0); /* the user's choice stands */
     } else if (tjcpu_isa_supported() >= TJCPU_ISA_AVX2) {
-        if (!avx2_or_wider(core)) fail_msg("OpenBLAS runs %s kernels on a CPU with AVX2", core);
+        if (!tjcpu_blas_core_has_avx2(core)) fail_msg("OpenBLAS runs %s kernels on a CPU with AVX2", core);
         assert_null(getenv("OPENBLAS_CORETYPE")); /* set only for the moment of the choice */
     }
     mm_matches_reference(); /* and again, after the choice */

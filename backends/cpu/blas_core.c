@@ -1,5 +1,5 @@
 /* blas_core.c — OpenBLAS's kernels for this CPU, checked once before tjit's
- * first BLAS call (tjcpu_blas_threads, linalg.h).
+ * first BLAS call (tjcpu_gemm, linalg.h).
  *
  * An OpenBLAS built with DYNAMIC_ARCH picks its kernels by CPU model when it
  * loads. A model newer than the library (Debian 12's 0.3.21 on Sapphire and
@@ -24,8 +24,8 @@
 #include "isa.h"
 #include "linalg.h"
 
-/* OpenBLAS's kernel families that use AVX2 or wider (0.3.21's names and later ones). */
-static bool uses_avx2(const char *core) {
+/* 0.3.21's names and later ones */
+bool tjcpu_blas_core_has_avx2(const char *core) {
     static const char *const wide[] = {"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids", "Excavator"};
     for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
         if (!strcasecmp(core, wide[i])) return true;
@@ -37,7 +37,7 @@ static pthread_once_t checked = PTHREAD_ONCE_INIT;
 static void check_core(void) {
     tjcpu_isa_level cpu = tjcpu_isa_supported();
     const char *core = openblas_get_corename();
-    if (cpu < TJCPU_ISA_AVX2 || !core || uses_avx2(core) || getenv("OPENBLAS_CORETYPE")) return;
+    if (cpu < TJCPU_ISA_AVX2 || !core || tjcpu_blas_core_has_avx2(core) || getenv("OPENBLAS_CORETYPE")) return;
     void (*quit)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit");
     void (*init)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init");
     if (!quit || !init) return;

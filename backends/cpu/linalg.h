@@ -35,11 +35,13 @@ tj_status tjcpu_gemm(tj_dtype dtype, int64_t m, int64_t n, int64_t k, double alp
  * steps; *step is that step. Size-1 dims are skipped, as their stride is free. */
 bool tjcpu_collapse(const int64_t *sizes, const int64_t *strides, int n, int64_t *step);
 
-/* Sets OpenBLAS's thread count to n, or to tjit's count when n is 0; the
- * first call also checks OpenBLAS's kernels (tjcpu_blas_check_core). */
+/* Sets OpenBLAS's thread count to n, or to tjit's count when n is 0. */
 void tjcpu_blas_threads(int n);
-/* Once per process: when OpenBLAS chose kernels below the CPU's AVX2 (a CPU
- * model newer than the library), has it choose again (blas_core.c). */
+/* Once per process, from tjcpu_gemm before its first BLAS call: when OpenBLAS
+ * chose kernels below the CPU's AVX2 (a CPU model newer than the library),
+ * has it choose again (blas_core.c). */
 void tjcpu_blas_check_core(void);
+/* Whether OpenBLAS's kernel family `core` (openblas_get_corename) uses AVX2 or wider. */
+bool tjcpu_blas_core_has_avx2(const char *core);
 
 #endif

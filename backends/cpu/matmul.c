@@ -12,7 +12,6 @@
 #include "linalg.h"
 
 void tjcpu_blas_threads(int n) {
-    tjcpu_blas_check_core();
     if (n <= 0) n = tj_get_num_threads();
     if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }

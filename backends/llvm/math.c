@@ -395,8 +395,6 @@ void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
         forced |= fn && always_outlined((tjl_fn)w);
     }
     if (total <= OUTLINE_AFTER_CALLS && !forced) return;
-    LLVMValueRef used[2 * TJL_NUM_FNS];
-    int n_used = 0;
     for (int w = 0; w < TJL_NUM_FNS; w++) {
         LLVMValueRef fn = LLVMGetNamedFunction(ir->mod, fns[w].name), calls[MAX_CALLS];
         if (!fn || !has_vector_variant((tjl_fn)w)) continue;
@@ -410,7 +408,9 @@ void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
         for (unsigned v = vf; v >= 2 && v >= vf / 2; v /= 2) {
             char vname[64];
             vector_name(vname, sizeof vname, (tjl_fn)w, v);
-            used[n_used++] = get_vector_fn(ir, (tjl_fn)w, v);
+            /* no caller until the vectoriser makes one: visible outside the module
+             * until then, so that no pass removes it (tjl_math_drop_unused) */
+            LLVMSetLinkage(get_vector_fn(ir, (tjl_fn)w, v), LLVMExternalLinkage);
             size_t at = strlen(variant);
             snprintf(variant + at, sizeof variant - at, "%s_ZGV_LLVM_N%uv_%s(%s)", at ? "," : "", v,
                      fns[w].name, vname);
@@ -422,9 +422,6 @@ void tjl_math_outline(tjl_ir *ir, unsigned vector_bits) {
                                                           variant, (unsigned)strlen(variant));
         for (int i = 0; i < n; i++) LLVMAddCallSiteAttribute(calls[i], LLVMAttributeFunctionIndex, attr);
     }
-    /* the variants have no caller until the vectoriser makes them: visible
-     * outside the module until then, so that no pass removes them */
-    for (int i = 0; i < n_used; i++) LLVMSetLinkage(used[i], LLVMExternalLinkage);
 }
 
 void tjl_math_drop_unused(tjl_ir *ir) {
