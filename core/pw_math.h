@@ -11,11 +11,20 @@
 
 /* ---- f32 exp, log and tanh that vectorise ---------------------------------
  * Range reduction plus a polynomial, with no branches and no library calls, so
- * a loop over them becomes SIMD code, and the same arithmetic (ISO C: no
- * contraction into FMA) in scalar, strided and vector paths gives the same
- * bits. Coefficients are Cephes's minimax fits. Accuracy against libm in
+ * a loop over them becomes SIMD code, and the same arithmetic in scalar,
+ * strided and vector paths gives the same bits. exp's reduction and
+ * polynomial and tanh's are written with tjm_fmaf, one rounding per multiply
+ * and add: fewer instructions and no worse error where the CPU has FMA, and
+ * the same bits on every ISA path (the rest is ISO C, which GCC does not
+ * contract). Coefficients are Cephes's minimax fits. Accuracy against libm in
  * double, measured over every 193rd float by tests/test_math.c: see
  * docs/performance.md. f64 uses libm. */
+
+/* a * b + c rounded once: one instruction where the translation unit is built
+ * for FMA (the AVX2 and AVX-512 kernels, the LLVM backend's llvm.fma), glibc's
+ * correctly rounded fmaf elsewhere (the baseline build: the same bits, slower;
+ * every x86-64 CPU since 2013 takes an FMA path). */
+#define tjm_fmaf(a, b, c) fmaf(a, b, c)
 
 static inline float tjm_f32_from_bits(uint32_t u) {
     union { uint32_t u; float f; } v = {u};
@@ -28,18 +37,29 @@ static inline uint32_t tjm_f32_bits(float f) {
 /* 2^n for n in [-126, 127] */
 static inline float tjm_pow2i(int n) { return tjm_f32_from_bits((uint32_t)(n + 127) << 23); }
 
+/* exp's reduction and polynomial for y in its unclamped range: e^y is the
+ * result times 2^*n, n = round(y / ln 2) (adding and subtracting 1.5 * 2^23
+ * rounds to nearest), ln 2 in two parts (Cody and Waite). tjm_expf and the
+ * reduced-range exps below scale it each in the one way their range allows. */
+static inline float tjm_expf_core(float y, int *n) {
+    float fn = tjm_fmaf(y, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+    *n = (int)fn;
+    float r = tjm_fmaf(fn, -0.693359375f, y);
+    r = tjm_fmaf(fn, 2.12194440e-4f, r);
+    float z = r * r;
+    /* Estrin's scheme: three independent pairs, then two steps in r^2 */
+    float pa = tjm_fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
+    float pb = tjm_fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
+    float pc = tjm_fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
+    float p = tjm_fmaf(tjm_fmaf(pa, z, pb), z, pc);
+    return tjm_fmaf(p, z, r) + 1.0f;
+}
+
 static inline float tjm_expf(float x) {
     bool nan = x != x;
     float xc = nan ? 0.0f : x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
-    /* n = round(x / ln 2): adding and subtracting 1.5 * 2^23 rounds to nearest */
-    float fn = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    int n = (int)fn;
-    float r = xc - fn * 0.693359375f; /* ln 2 in two parts (Cody and Waite) */
-    r = r - fn * -2.12194440e-4f;
-    float z = r * r;
-    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
+    int n;
+    float p = tjm_expf_core(xc, &n);
     int n1 = n / 2; /* two factors so that 2^n reaches denormals and overflows to inf */
     float res = p * tjm_pow2i(n1) * tjm_pow2i(n - n1);
     return nan ? x : res;
@@ -70,20 +90,6 @@ static inline float tjm_logf(float x) {
     rb = (rb & ~neg) | (0x7fc00000u & neg);
     rb = (rb & ~keep) | (ux & keep);
     return tjm_f32_from_bits(rb);
-}
-
-/* tjm_expf's reduction and polynomial for y in its unclamped range: e^y is
- * the result times 2^*n. The reduced-range exps below scale it each in the
- * one way their range allows, with tjm_expf's bits. */
-static inline float tjm_expf_core(float y, int *n) {
-    float fn = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    *n = (int)fn;
-    float r = y - fn * 0.693359375f;
-    r = r - fn * -2.12194440e-4f;
-    float z = r * r;
-    float p = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r +
-                4.1665795894e-2f) * r + 1.6666665459e-1f) * r + 5.0000001201e-1f;
-    return p * z + r + 1.0f;
 }
 
 /* e^y for y in [0, 18.2], with no clamps, no NaN, and 2^n in one factor
@@ -117,17 +123,22 @@ static inline float tjm_siluf(float x) {
 }
 
 static inline float tjm_tanhf(float x) {
-    float ax = x < 0.0f ? -x : x, z = x * x;
-    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    /* tanh(|x|), then x's sign put back on the bits: -0 stays -0, and a NaN
+     * leaves the polynomial quieted with its sign back, as x + x would */
+    uint32_t ux = tjm_f32_bits(x), sign = ux & 0x80000000u;
+    float ax = tjm_f32_from_bits(ux & 0x7fffffffu), z = ax * ax;
+    float p = tjm_fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f);
+    p = tjm_fmaf(p, z, -5.37397155531e-2f);
+    p = tjm_fmaf(p, z, 1.33314422036e-1f);
+    p = tjm_fmaf(p, z, -3.33332819422e-1f);
+    float small = tjm_fmaf(p * z, ax, ax);
     /* from |x| = 9.1 on, 2 / (e^2|x| + 1) < 2^-25 and the result rounds to 1:
-     * clamping there gives the unclamped formula's bits and keeps e^y finite */
-    float y = ax < 9.1f ? 2.0f * ax : 18.2f;
+     * clamping there gives the unclamped formula's bits and keeps e^y finite
+     * (a NaN clamps to 9.1: the select below takes the polynomial's NaN) */
+    float y = 2.0f * (ax < 9.1f ? ax : 9.1f);
     float big = 1.0f - 2.0f / (tjm_expf_tanh_range(y) + 1.0f);
-    big = x < 0.0f ? -big : big;
-    small = x == 0.0f ? x : small; /* keeps the sign of -0 */
-    float r = ax < 0.625f ? small : big;
-    return x != x ? x + x : r; /* NaN: quieted, as arithmetic on it would */
+    float r = ax >= 0.625f ? big : small;
+    return tjm_f32_from_bits(tjm_f32_bits(r) | sign);
 }
 
 /* ---- f64 exp, log, tanh, erf and f32 erf that vectorise ----------------------

@@ -105,7 +105,9 @@ static void describe(void) {
     unsigned major = 0, minor = 0, patch = 0;
     LLVMGetVersion(&major, &minor, &patch);
     char *cpu = LLVMGetHostCPUName();
-    add(t, "LLVM: %u.%u.%u (fusion kernels compiled for %s)\n", major, minor, patch, cpu);
+    tjcpu_isa_level kernels_isa = tjcpu_isa();
+    add(t, "LLVM: %u.%u.%u (fusion kernels compiled for %s%s)\n", major, minor, patch, cpu,
+        kernels_isa == tjcpu_isa_supported() ? "" : kernels_isa == TJCPU_ISA_AVX2 ? ", no AVX-512" : ", no AVX");
     LLVMDisposeMessage(cpu);
 #else
     add(t, "LLVM: not built in\n");

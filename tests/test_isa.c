@@ -179,6 +179,16 @@ static void environment_choice(void **state) {
     if (env && !strcmp(env, "baseline")) assert_int_equal(isa, TJCPU_ISA_BASELINE);
     if (env && !strcmp(env, "avx2")) assert_true(isa <= TJCPU_ISA_AVX2);
     if (!env) assert_int_equal(isa, tjcpu_isa_supported());
+#ifdef TJIT_HAVE_LLVM
+    /* the LLVM backend's kernels drop the same extensions (backends/llvm/jit.c) */
+    const char *at = strstr(tj_build_info(), "\nLLVM: ");
+    assert_non_null(at);
+    char line[256];
+    snprintf(line, sizeof line, "%.*s", (int)strcspn(at + 1, "\n"), at + 1);
+    const char *note = isa == tjcpu_isa_supported() ? NULL : isa == TJCPU_ISA_AVX2 ? ", no AVX-512)" : ", no AVX)";
+    if (note) assert_non_null(strstr(line, note));
+    else assert_null(strstr(line, ", no AVX"));
+#endif
 }
 
 int main(void) {

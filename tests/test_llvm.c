@@ -631,7 +631,9 @@ static void the_chain_vectorises(void **state) {
     assert_non_null(as);
     assert_non_null(strstr(ir, "vector.body")); /* the loop vectorised */
     assert_non_null(strstr(ir, " x float>"));
-    assert_null(strstr(ir, "call float @")); /* tanh and sigmoid inline, no calls per element */
+    /* tanh and sigmoid inline: no calls per element but intrinsics (llvm.fma) */
+    for (const char *c = strstr(ir, "call float @"); c; c = strstr(c + 1, "call float @"))
+        if (strncmp(c, "call float @llvm.", 17)) fail_msg("a call in the kernel: %.60s", c);
     assert_non_null(strstr(as, "tjl_kernel:"));
     free(ir);
     free(as);

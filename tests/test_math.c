@@ -103,11 +103,11 @@ static void sigmoid_accuracy(void **state) {
  * they must give the bits of the formulas over tjm_expf, at every float */
 static float tanh_formula(float x) {
     float ax = fabsf(x), z = x * x;
-    float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
-                    1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
+    float p = fmaf(fmaf(fmaf(fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f), z, -5.37397155531e-2f), z,
+                        1.33314422036e-1f), z, -3.33332819422e-1f);
+    float small = fmaf(p * z, ax, ax);
     float big = 1.0f - 2.0f / (tjm_expf(2.0f * ax) + 1.0f);
-    big = x < 0.0f ? -big : big;
-    return ax < 0.625f ? (x == 0.0f ? x : small) : big;
+    return copysignf(ax < 0.625f ? small : big, x);
 }
 static float silu_formula(float x) { return x / (1.0f + tjm_expf(-x)); }
 

@@ -6,34 +6,20 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/pw_math.h"
 #include "isa.h"
 #include "nn.h"
 
 /* exp(x) in f32 for x <= 88 (softmax only exponentiates x - max <= 0, and
- * log_softmax's backward exp(log-probabilities)): Cody-Waite reduction to
- * x = n ln2 + r, |r| <= ln2/2, and Cephes' degree-7 polynomial for exp(r),
- * within 2 ulp. Written with selects instead of branches so that loops over
- * it vectorise; results below FLT_MIN flush to 0 (so exp(-inf) is 0) and
- * NaN stays NaN. */
+ * log_softmax's backward exp(log-probabilities)): core/pw_math.h's reduction
+ * and polynomial (within 2 ulp), with one power of two: results below FLT_MIN
+ * flush to 0 (so exp(-inf) is 0) and NaN stays NaN. */
 static inline float nn_expf(float x) {
     float xc = x > -87.0f ? x : -87.0f;
     xc = xc < 88.0f ? xc : 88.0f;
-    /* round to nearest by the 1.5 * 2^23 trick: exact in the default mode */
-    float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float z = r * r;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23; /* n in [-126, 127]: a normal power of two */
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    float y = x > -87.0f ? p * scale : 0.0f;
+    int n; /* in [-126, 127]: a normal power of two */
+    float p = tjm_expf_core(xc, &n);
+    float y = x > -87.0f ? p * tjm_pow2i(n) : 0.0f;
     return x != x ? x : y;
 }
 

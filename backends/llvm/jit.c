@@ -26,6 +26,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "core/alloc.h"
+#include "backends/cpu/isa.h"
 #include "core/pw_math.h"
 #include "fuser/disk_cache.h"
 #include "internal.h"
@@ -70,6 +71,26 @@ static const char *take_error(LLVMErrorRef err, char *buf, size_t n) {
 /* pw_math.h's integer power, for i64 pow (no vector form: a loop per element). */
 static int64_t tjl_ipow(int64_t b, int64_t e) { return tjm_ipow(b, e); }
 
+/* Turns off, in LLVM's "+a,+b,-c" feature list, the extensions above the
+ * level the CPU kernels run at (TJIT_ISA lowers it; backends/cpu/isa.c), so
+ * that TJIT_ISA=avx2 measures the AVX2 code of both on an AVX-512 machine.
+ * Baseline: no AVX, nor anything built on it. */
+static bool feature_above(const char *name, tjcpu_isa_level level) {
+    static const char *const above_avx2[] = {"avx512", "avx10", "amx", "evex512"};
+    static const char *const above_baseline[] = {"avx", "fma", "f16c", "vaes", "vpclmulqdq", "xop",
+                                                 "sha512", "sm3", "sm4"};
+    for (size_t i = 0; level < TJCPU_ISA_AVX512 && i < sizeof above_avx2 / sizeof *above_avx2; i++)
+        if (!strncmp(name, above_avx2[i], strlen(above_avx2[i]))) return true;
+    for (size_t i = 0; level < TJCPU_ISA_AVX2 && i < sizeof above_baseline / sizeof *above_baseline; i++)
+        if (!strncmp(name, above_baseline[i], strlen(above_baseline[i]))) return true;
+    return false;
+}
+static void lower_features(char *features, tjcpu_isa_level level) {
+    for (char *tok = features; *tok; tok++) {
+        if ((tok == features || tok[-1] == ',') && *tok == '+' && feature_above(tok + 1, level)) *tok = '-';
+    }
+}
+
 static void init_jit(void) {
     char buf[200];
     if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
@@ -79,6 +100,7 @@ static void init_jit(void) {
     J.triple = LLVMGetDefaultTargetTriple();
     J.cpu = LLVMGetHostCPUName();
     J.features = LLVMGetHostCPUFeatures();
+    lower_features(J.features, tjcpu_isa());
     LLVMErrorRef err = LLVMOrcCreateLLJIT(&J.jit, LLVMOrcCreateLLJITBuilder());
     if (err) {
         snprintf(J.init_error, sizeof J.init_error, "cannot create the JIT: %s", take_error(err, buf, sizeof buf));

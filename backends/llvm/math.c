@@ -45,19 +45,28 @@ static V pow2i(fb *f, V n, int bias, int shift) {
 
 /* ---- f32 (tjm_expf, tjm_logf, tjm_tanhf) -------------------------------------- */
 
+/* tjm_expf_core: the polynomial of the reduced argument, and n of 2^n (its
+ * tjm_fmaf steps as llvm.fma) */
+static V expf_core(fb *f, V y, V *n) {
+    V fn = sub(f, fma3(f, y, K(f, 1.44269504088896341f), K(f, 12582912.0f)), K(f, 12582912.0f));
+    *n = LLVMBuildFPToSI(f->b, fn, f->it, "");
+    V r = fma3(f, fn, K(f, -0.693359375f), y);
+    r = fma3(f, fn, K(f, 2.12194440e-4f), r);
+    V z = mul(f, r, r);
+    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+    /* Estrin's scheme: three independent pairs, then two steps in r^2 */
+    V pa = fma3(f, K(f, c[0]), r, K(f, c[1])), pb = fma3(f, K(f, c[2]), r, K(f, c[3]));
+    V pc = fma3(f, K(f, c[4]), r, K(f, c[5]));
+    V p = fma3(f, fma3(f, pa, z, pb), z, pc);
+    return add(f, fma3(f, p, z, r), K(f, 1.0f));
+}
+
 static V expf_body(fb *f, V x) {
     V nan = ne(f, x, x);
     V xc = sel(f, nan, K(f, 0.0), sel(f, lt(f, x, K(f, -104.0f)), K(f, -104.0f),
                                       sel(f, gt(f, x, K(f, 89.0f)), K(f, 89.0f), x)));
-    V fn = sub(f, add(f, mul(f, xc, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
-    V n = LLVMBuildFPToSI(f->b, fn, f->it, "");
-    V r = sub(f, xc, mul(f, fn, K(f, 0.693359375f)));
-    r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
-    V z = mul(f, r, r);
-    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-    V p = horner(f, r, c, 6);
-    p = add(f, add(f, mul(f, p, z), r), K(f, 1.0f));
+    V n, p = expf_core(f, xc, &n);
     V n1 = LLVMBuildSDiv(f->b, n, KI(f, 2), "");
     V res = mul(f, mul(f, p, pow2i(f, n1, 127, 23)), pow2i(f, LLVMBuildSub(f->b, n, n1, ""), 127, 23));
     return sel(f, nan, x, res);
@@ -86,18 +95,6 @@ static V logf_body(fb *f, V x) {
     return sel(f, ne(f, x, x), x, r);
 }
 
-/* tjm_expf_core: the polynomial of the reduced argument, and n of 2^n */
-static V expf_core(fb *f, V y, V *n) {
-    V fn = sub(f, add(f, mul(f, y, K(f, 1.44269504088896341f)), K(f, 12582912.0f)), K(f, 12582912.0f));
-    *n = LLVMBuildFPToSI(f->b, fn, f->it, "");
-    V r = sub(f, y, mul(f, fn, K(f, 0.693359375f)));
-    r = sub(f, r, mul(f, fn, K(f, -2.12194440e-4f)));
-    V z = mul(f, r, r);
-    static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                               4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-    return add(f, add(f, mul(f, horner(f, r, c, 6), z), r), K(f, 1.0f));
-}
-
 /* tjm_expf_sigmoid_range: e^y with y clamped into [-86, 89] (NaN to -86) */
 static V expf_sigmoid_range(fb *f, V y) {
     y = sel(f, gt(f, y, K(f, -86.0f)), y, K(f, -86.0f));
@@ -123,16 +120,17 @@ static V expf_tanh_range(fb *f, V y) {
 }
 
 static V tanhf_body(fb *f, V x) {
-    V ax = sel(f, lt(f, x, K(f, 0.0)), neg(f, x), x), z = mul(f, x, x);
+    V ux = bits(f, x), sign = iand(f, ux, KI(f, 0x80000000u));
+    V ax = from_bits(f, iand(f, ux, KI(f, 0x7fffffffu))), z = mul(f, ax, ax);
     static const double c[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
                                1.33314422036e-1f, -3.33332819422e-1f};
-    V small = add(f, mul(f, mul(f, horner(f, z, c, 5), z), x), x);
-    V y = sel(f, lt(f, ax, K(f, 9.1f)), mul(f, K(f, 2.0f), ax), K(f, 18.2f));
+    V p = K(f, c[0]);
+    for (int i = 1; i < 5; i++) p = fma3(f, p, z, K(f, c[i]));
+    V small = fma3(f, mul(f, p, z), ax, ax);
+    V y = mul(f, K(f, 2.0f), sel(f, lt(f, ax, K(f, 9.1f)), ax, K(f, 9.1f)));
     V big = sub(f, K(f, 1.0f), dv(f, K(f, 2.0f), add(f, expf_tanh_range(f, y), K(f, 1.0f))));
-    big = sel(f, lt(f, x, K(f, 0.0)), neg(f, big), big);
-    small = sel(f, eq(f, x, K(f, 0.0)), x, small);
-    V r = sel(f, lt(f, ax, K(f, 0.625f)), small, big);
-    return sel(f, ne(f, x, x), add(f, x, x), r);
+    V r = sel(f, cmp(f, LLVMRealOGE, ax, K(f, 0.625f)), big, small);
+    return from_bits(f, or1(f, bits(f, r), sign));
 }
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
