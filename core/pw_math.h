@@ -13,10 +13,10 @@
  * Range reduction plus a polynomial, with no branches and no library calls, so
  * a loop over them becomes SIMD code, and the same arithmetic in scalar,
  * strided and vector paths gives the same bits. exp's reduction and
- * polynomial and tanh's are written with tjm_fmaf, one rounding per multiply
- * and add: fewer instructions and no worse error where the CPU has FMA, and
- * the same bits on every ISA path (the rest is ISO C, which GCC does not
- * contract). Coefficients are Cephes's minimax fits. Accuracy against libm in
+ * polynomial, which tanh shares, are written with tjm_fmaf, one rounding per
+ * multiply and add: fewer instructions and no worse error where the CPU has
+ * FMA, and the same bits on every ISA path (the rest is ISO C, which GCC
+ * does not contract). Coefficients are Cephes's minimax fits. Accuracy against libm in
  * double, measured over every 193rd float by tests/test_math.c: see
  * docs/performance.md. f64 uses libm. */
 
@@ -37,23 +37,26 @@ static inline uint32_t tjm_f32_bits(float f) {
 /* 2^n for n in [-126, 127] */
 static inline float tjm_pow2i(int n) { return tjm_f32_from_bits((uint32_t)(n + 127) << 23); }
 
-/* exp's reduction and polynomial for y in its unclamped range: e^y is the
- * result times 2^*n, n = round(y / ln 2) (adding and subtracting 1.5 * 2^23
- * rounds to nearest), ln 2 in two parts (Cody and Waite). tjm_expf and the
- * reduced-range exps below scale it each in the one way their range allows. */
-static inline float tjm_expf_core(float y, int *n) {
+/* exp's reduction and polynomial: e^y = 2^*n (1 + the result), the result
+ * e^r - 1 for y = n ln 2 + r, n = round(y / ln 2) (adding and subtracting
+ * 1.5 * 2^23 rounds to nearest), ln 2 in two parts (Cody and Waite), the
+ * polynomial in Estrin's scheme (three independent pairs, then two steps in
+ * r^2). tjm_expf, tjm_tanhf and the reduced-range exps below scale it each
+ * in the one way their range allows. */
+static inline float tjm_expm1f_core(float y, int *n) {
     float fn = tjm_fmaf(y, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
     *n = (int)fn;
     float r = tjm_fmaf(fn, -0.693359375f, y);
     r = tjm_fmaf(fn, 2.12194440e-4f, r);
     float z = r * r;
-    /* Estrin's scheme: three independent pairs, then two steps in r^2 */
     float pa = tjm_fmaf(1.9875691500e-4f, r, 1.3981999507e-3f);
     float pb = tjm_fmaf(8.3334519073e-3f, r, 4.1665795894e-2f);
     float pc = tjm_fmaf(1.6666665459e-1f, r, 5.0000001201e-1f);
     float p = tjm_fmaf(tjm_fmaf(pa, z, pb), z, pc);
-    return tjm_fmaf(p, z, r) + 1.0f;
+    return tjm_fmaf(p, z, r);
 }
+static inline float tjm_expf_core(float y, int *n) { return tjm_expm1f_core(y, n) + 1.0f; }
+
 
 static inline float tjm_expf(float x) {
     bool nan = x != x;
@@ -92,14 +95,6 @@ static inline float tjm_logf(float x) {
     return tjm_f32_from_bits(rb);
 }
 
-/* e^y for y in [0, 18.2], with no clamps, no NaN, and 2^n in one factor
- * (n <= 27). */
-static inline float tjm_expf_tanh_range(float y) {
-    int n;
-    float p = tjm_expf_core(y, &n);
-    return p * tjm_pow2i(n);
-}
-
 /* e^y where 1 / (1 + e^y) and x / (1 + e^y) need it, with tjm_expf's bits
  * wherever they can tell: below -86 the sum 1 + e^y rounds to 1 either way,
  * and past 89 e^y is inf either way, so y is clamped into [-86, 89] (NaN to
@@ -123,22 +118,18 @@ static inline float tjm_siluf(float x) {
 }
 
 static inline float tjm_tanhf(float x) {
-    /* tanh(|x|), then x's sign put back on the bits: -0 stays -0, and a NaN
-     * leaves the polynomial quieted with its sign back, as x + x would */
+    /* tanh(|x|) = m / (m + 2) with m = e^2|x| - 1 = 2^n (q + 1) - 1, q = e^r - 1
+     * from tjm_expf_core's polynomial; then x's sign put back on the bits
+     * (-0 stays -0). From |x| = 9.1 on the result rounds to 1: the clamp
+     * there keeps 2^n exact. */
     uint32_t ux = tjm_f32_bits(x), sign = ux & 0x80000000u;
-    float ax = tjm_f32_from_bits(ux & 0x7fffffffu), z = ax * ax;
-    float p = tjm_fmaf(-5.70498872745e-3f, z, 2.06390887954e-2f);
-    p = tjm_fmaf(p, z, -5.37397155531e-2f);
-    p = tjm_fmaf(p, z, 1.33314422036e-1f);
-    p = tjm_fmaf(p, z, -3.33332819422e-1f);
-    float small = tjm_fmaf(p * z, ax, ax);
-    /* from |x| = 9.1 on, 2 / (e^2|x| + 1) < 2^-25 and the result rounds to 1:
-     * clamping there gives the unclamped formula's bits and keeps e^y finite
-     * (a NaN clamps to 9.1: the select below takes the polynomial's NaN) */
+    float ax = tjm_f32_from_bits(ux & 0x7fffffffu);
     float y = 2.0f * (ax < 9.1f ? ax : 9.1f);
-    float big = 1.0f - 2.0f / (tjm_expf_tanh_range(y) + 1.0f);
-    float r = ax >= 0.625f ? big : small;
-    return tjm_f32_from_bits(tjm_f32_bits(r) | sign);
+    int n;
+    float q = tjm_expm1f_core(y, &n), s = tjm_pow2i(n);
+    float m = tjm_fmaf(q, s, s - 1.0f);
+    float r = tjm_f32_from_bits(tjm_f32_bits(m / (m + 2.0f)) | sign);
+    return x != x ? x + x : r; /* NaN: quieted, as arithmetic on it would */
 }
 
 /* ---- f64 exp, log, tanh, erf and f32 erf that vectorise ----------------------

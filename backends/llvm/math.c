@@ -45,9 +45,10 @@ static V pow2i(fb *f, V n, int bias, int shift) {
 
 /* ---- f32 (tjm_expf, tjm_logf, tjm_tanhf) -------------------------------------- */
 
-/* tjm_expf_core: the polynomial of the reduced argument, and n of 2^n (its
- * tjm_fmaf steps as llvm.fma) */
-static V expf_core(fb *f, V y, V *n) {
+/* tjm_expm1f_core: e^r - 1 of the reduced argument, and n of 2^n (its
+ * tjm_fmaf steps as llvm.fma; Estrin's scheme: three independent pairs,
+ * then two steps in r^2) */
+static V expm1f_core(fb *f, V y, V *n) {
     V fn = sub(f, fma3(f, y, K(f, 1.44269504088896341f), K(f, 12582912.0f)), K(f, 12582912.0f));
     *n = LLVMBuildFPToSI(f->b, fn, f->it, "");
     V r = fma3(f, fn, K(f, -0.693359375f), y);
@@ -55,12 +56,13 @@ static V expf_core(fb *f, V y, V *n) {
     V z = mul(f, r, r);
     static const double c[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-    /* Estrin's scheme: three independent pairs, then two steps in r^2 */
     V pa = fma3(f, K(f, c[0]), r, K(f, c[1])), pb = fma3(f, K(f, c[2]), r, K(f, c[3]));
     V pc = fma3(f, K(f, c[4]), r, K(f, c[5]));
     V p = fma3(f, fma3(f, pa, z, pb), z, pc);
-    return add(f, fma3(f, p, z, r), K(f, 1.0f));
+    return fma3(f, p, z, r);
 }
+/* tjm_expf_core: e^r */
+static V expf_core(fb *f, V y, V *n) { return add(f, expm1f_core(f, y, n), K(f, 1.0f)); }
 
 static V expf_body(fb *f, V x) {
     V nan = ne(f, x, x);
@@ -113,24 +115,14 @@ static V siluf_body(fb *f, V x) {
     return sel(f, ne(f, x, x), add(f, x, x), r);
 }
 
-/* tjm_expf_tanh_range: e^y for y in [0, 18.2] */
-static V expf_tanh_range(fb *f, V y) {
-    V n, p = expf_core(f, y, &n);
-    return mul(f, p, pow2i(f, n, 127, 23));
-}
-
 static V tanhf_body(fb *f, V x) {
     V ux = bits(f, x), sign = iand(f, ux, KI(f, 0x80000000u));
-    V ax = from_bits(f, iand(f, ux, KI(f, 0x7fffffffu))), z = mul(f, ax, ax);
-    static const double c[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f,
-                               1.33314422036e-1f, -3.33332819422e-1f};
-    V p = K(f, c[0]);
-    for (int i = 1; i < 5; i++) p = fma3(f, p, z, K(f, c[i]));
-    V small = fma3(f, mul(f, p, z), ax, ax);
+    V ax = from_bits(f, iand(f, ux, KI(f, 0x7fffffffu)));
     V y = mul(f, K(f, 2.0f), sel(f, lt(f, ax, K(f, 9.1f)), ax, K(f, 9.1f)));
-    V big = sub(f, K(f, 1.0f), dv(f, K(f, 2.0f), add(f, expf_tanh_range(f, y), K(f, 1.0f))));
-    V r = sel(f, cmp(f, LLVMRealOGE, ax, K(f, 0.625f)), big, small);
-    return from_bits(f, or1(f, bits(f, r), sign));
+    V n, q = expm1f_core(f, y, &n), s = pow2i(f, n, 127, 23);
+    V m = fma3(f, q, s, sub(f, s, K(f, 1.0f)));
+    V r = from_bits(f, or1(f, bits(f, dv(f, m, add(f, m, K(f, 2.0f)))), sign));
+    return sel(f, ne(f, x, x), add(f, x, x), r);
 }
 
 /* ---- f64 (tjm_expd, tjm_logd, tjm_tanhd, tjm_erfd) ------------------------------ */
