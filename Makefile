@@ -82,7 +82,8 @@ bench-deps: deps
 # every workload, tjit and PyTorch side by side, one table (build/bench/results.md),
 # then the replay memory of each example model (bench_memory);
 # BENCH_BUDGET: timed seconds per workload and side; BENCH_ARGS: e.g. --threads 1 --only ID,ID,
-# --compile-modes default,max-autotune-no-cudagraphs
+# --compile-modes default,max-autotune-no-cudagraphs, --isa avx2 (both sides on their AVX2 code
+# on an AVX-512 machine: TJIT_ISA, ATEN_CPU_CAPABILITY, MKL/oneDNN limits, OPENBLAS_CORETYPE)
 BENCH_BUDGET ?= 4
 BENCH_ARGS ?=
 bench: build bench-deps

@@ -213,6 +213,12 @@ def header(res):
     lines = [f"- CPU ISA: {cpu_isa()} in /proc/cpuinfo's flags"
              + "".join(f"; {res.torch_name(s)}'s kernels: {i['capability']}"
                        for s, i in res.sides.items() if i.get("capability"))]
+    if res.torch.get("isa") == "avx2":
+        env = ", ".join(f"{k}={v}" for k, v in res.torch.get("isa_env", {}).items())
+        lines.append(f"- both sides held to AVX2 code (torch_compare.py --isa avx2: {env})")
+    tjit = [t for t in res.torch.get("tjit", []) if t.split(":")[0] in ("CPU kernels", "LLVM")]
+    if tjit:
+        lines.append("- tjit: " + "; ".join(tjit))
     where = {"torch2": "PyPI's, in build/torch-venv", "torch1": "Debian's python3-torch"}
     for side in TORCH_SIDES:
         info = res.sides.get(side)
@@ -234,7 +240,9 @@ def header(res):
 
 def machine(res):
     """Lines describing the machine and the run."""
-    core = tjit_blas_core(res.suite) if res.suite else None
+    # the kernels of the measured run (its environment may have named them), else asked now
+    ran = [re.search(r"\(kernels for (\w+)\)", t) for t in res.torch.get("tjit", []) if t.startswith("BLAS")]
+    core = ran[0].group(1) if ran and ran[0] else tjit_blas_core(res.suite) if res.suite else None
     info = {}
     try:
         for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():

@@ -237,7 +237,25 @@ def run_suite(args, wid):
         sys.exit(f"torch_compare: {' '.join(cmd)} failed")
 
 
-def match_blas(suite):
+# What --isa avx2 sets, for both sides: tjit's CPU kernels and LLVM code,
+# PyTorch's ATen kernels and Inductor's code, MKL's and oneDNN's kernels,
+# OpenBLAS's (tjit's, and PyTorch 1.13's) -- unless already set.
+AVX2_ENV = {"TJIT_ISA": "avx2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}
+
+
+def tjit_version(suite):
+    """`tjit --version` beside bench_suite, under this process's environment:
+    the lines naming the kernels tjit runs (BLAS, LLVM, ISA, CPU kernels)."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(suite)), "tjit")
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True).stdout
+    except OSError:
+        return []
+    return [line for line in out.splitlines() if line.split(":")[0] in ("BLAS", "LLVM", "ISA", "CPU kernels")]
+
+
+def match_blas(suite, isa):
     """Runs PyTorch on the OpenBLAS build that tjit links, with the kernels tjit
     runs. Debian's PyTorch loads libblas.so.3 through the system's alternative
     (OpenBLAS's pthreads build unless changed), tjit links the OpenMP build when
@@ -248,6 +266,8 @@ def match_blas(suite):
     starts. Where tjit had OpenBLAS choose its kernels again (a CPU newer than
     the library), OPENBLAS_CORETYPE gives PyTorch 1.13 the same ones."""
     env = dict(os.environ)
+    if isa == "avx2":
+        env.update({k: v for k, v in AVX2_ENV.items() if k not in os.environ})
     dirs = [os.path.dirname(p) for p in tjit_blas(suite)]
     dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libblas.so.3"))]
     path = env.get("LD_LIBRARY_PATH", "")
@@ -285,11 +305,15 @@ def main():
                     help="the python of PyTorch 2.x ('' for none)")
     ap.add_argument("--torch1", default="/usr/bin/python3",
                     help="the python of Debian's PyTorch 1.13 ('' for none)")
+    ap.add_argument("--isa", choices=("native", "avx2"), default="native",
+                    help="avx2: both sides on their AVX2 code on an AVX-512 machine (AVX2_ENV)")
     ap.add_argument("--compile-modes", default="default",
                     help="torch.compile modes to time: default, max-autotune-no-cudagraphs")
     args = ap.parse_args()
+    if args.isa == "avx2" and (args.system_blas or not args.suite):
+        os.environ.update({k: v for k, v in AVX2_ENV.items() if k not in os.environ})
     if args.suite and not args.system_blas:
-        match_blas(args.suite)
+        match_blas(args.suite, args.isa)
     modes = {"default": "compile", "max-autotune-no-cudagraphs": "autotune"}
     unknown = [m for m in args.compile_modes.split(",") if m and m not in modes]
     if unknown:
@@ -371,7 +395,9 @@ def main():
         side.stop()
     with open(os.path.join(args.out, "torch_meta.json"), "w") as f:
         json.dump({"sides": {s.name: s.info for s in sides}, "reference": reference,
-                   "shared": shared}, f)
+                   "shared": shared, "isa": args.isa,
+                   "isa_env": {k: os.environ[k] for k in AVX2_ENV if k in os.environ},
+                   "tjit": tjit_version(args.suite) if args.suite else []}, f)
     return 0
 
 
