@@ -97,6 +97,14 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
  * are refused (TJ_ERR_UNSUPPORTED). */
 tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
                             const tjf_kernel **kernel);
+/* tjf_group_prepare in two steps, for a plan that compiles its groups' kernels
+ * together: the output sizes alone (nothing compiled), then the kernel
+ * (compiled now when new; safe to call for different groups at once). */
+tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes);
+tj_status tjf_group_kernel(tjf_group *g, tj_tensor *const *inputs, const tjf_kernel **kernel);
+/* Whether compiling the group's kernels for inputs on d takes long enough
+ * (a code generator: LLVM) to be worth spreading over threads. */
+bool tjf_group_compiles_slowly(const tjf_group *g, tj_device_type d);
 int tjf_group_num_outputs(const tjf_group *g);
 tj_dtype tjf_group_output_dtype(const tjf_group *g, int i);
 /* Runs a prepared kernel on inputs like the ones it was prepared for, into

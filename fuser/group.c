@@ -368,11 +368,9 @@ static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_t
     return st;
 }
 
-tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
-                            const tjf_kernel **kernel) {
+tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes) {
     tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
-    const tjf_backend *backend = backend_for(g, dev);
-    if (!backend)
+    if (!backend_for(g, dev))
         return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
                          "fusion backend run op by op, which is not planned");
     enum { SMALL = 64 };
@@ -389,11 +387,30 @@ tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, i
     if (st == TJ_OK) {
         *ndim = it->ndim;
         memcpy(sizes, it->sizes, sizeof(int64_t) * (size_t)it->ndim);
-        if (!(*kernel = kernel_for(g, backend, inputs)))
-            st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
     }
     if (sh != small) tjc_free(sh);
     return st;
+}
+
+tj_status tjf_group_kernel(tjf_group *g, tj_tensor *const *inputs, const tjf_kernel **kernel) {
+    tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
+    const tjf_backend *backend = backend_for(g, dev);
+    if (!backend)
+        return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
+                         "fusion backend run op by op, which is not planned");
+    if (!(*kernel = kernel_for(g, backend, inputs))) return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    return TJ_OK;
+}
+
+bool tjf_group_compiles_slowly(const tjf_group *g, tj_device_type d) {
+    const tjf_backend *backend = backend_for(g, d);
+    return d == TJ_CPU && backend && backend != tjf_portable_backend();
+}
+
+tj_status tjf_group_prepare(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes,
+                            const tjf_kernel **kernel) {
+    tj_status st = tjf_group_shape(g, inputs, ndim, sizes);
+    return st ? st : tjf_group_kernel(g, inputs, kernel);
 }
 
 int tjf_group_num_outputs(const tjf_group *g) { return g->n_outputs; }

@@ -3,6 +3,8 @@
  * once on shell tensors (geometry without data), aliasing roots, liveness,
  * and in-place reuse. memory_plan.c then places the buffers. Every walk here
  * is linear in instructions and their operands. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,7 +139,7 @@ static tj_status plan_instr(builder *B, int k, const int *args, int *outs) {
     if (I->code == TJI_FUSED) {
         int ndim;
         int64_t sizes[TJ_MAX_DIMS];
-        st = tjf_group_prepare(I->group, inp, &ndim, sizes, &step.fused);
+        st = tjf_group_shape(I->group, inp, &ndim, sizes); /* its kernel: compile_kernels */
         step.group = I->group;
         /* a group's outputs live where its inputs do (its kernel's device) */
         step.device = I->n_in && inp[0] ? inp[0]->storage->device : (tj_device){TJ_CPU, 0};
@@ -334,6 +336,76 @@ static tj_status find_output_final(tji_plan *P) {
     return st;
 }
 
+/* ---- the fusion groups' kernels ----------------------------------------------
+ * Compiled after the walk, all at once: a code generator (LLVM) takes tens of
+ * milliseconds per distinct group, so a program of many distinct groups
+ * compiles them on the library's threads, each thread taking the next group
+ * not yet taken. Each group keeps what it compiled (or its refusal) in its own
+ * kernel cache, so the final pass, in this thread, only collects the kernels
+ * and meets any error where a sequential compile would have. */
+
+typedef struct kernel_work {
+    builder *B;
+    int *steps; /* indices into the plan's steps */
+    int n;
+    atomic_int next;
+} kernel_work;
+
+static void step_inputs(builder *B, const tji_step *step, tj_tensor **inp) {
+    for (int j = 0; j < step->n_in; j++) {
+        int s = B->plan->in_slots[step->in_at + j];
+        inp[j] = s >= 0 ? &B->shell[s] : NULL;
+    }
+}
+
+static void *compile_some(void *arg) {
+    kernel_work *W = arg;
+    tj_tensor *inp[TJF_MAX_ARGS];
+    for (int i; (i = atomic_fetch_add(&W->next, 1)) < W->n;) {
+        tji_step *step = &W->B->plan->steps[W->steps[i]];
+        const tjf_kernel *k;
+        step_inputs(W->B, step, inp);
+        if (tjf_group_kernel(step->group, inp, &k)) tj_clear_error(); /* met again below */
+    }
+    return NULL;
+}
+
+static tj_status compile_kernels(builder *B, int *failed_instr) {
+    tji_plan *P = B->plan;
+    enum { MAX_HELPERS = 15 };
+    int n_slow = 0, *slow = array((size_t)P->n_steps, sizeof(int));
+    if (!slow) return no_memory();
+    for (int i = 0; i < P->n_steps; i++)
+        if (P->steps[i].group && P->steps[i].n_in <= TJF_MAX_ARGS &&
+            tjf_group_compiles_slowly(P->steps[i].group, P->steps[i].device.type))
+            slow[n_slow++] = i;
+    int threads = tj_get_num_threads();
+    int helpers = (threads < n_slow ? threads : n_slow) - 1;
+    if (helpers > MAX_HELPERS) helpers = MAX_HELPERS;
+    if (helpers > 0) {
+        kernel_work W = {.B = B, .steps = slow, .n = n_slow};
+        atomic_init(&W.next, 0);
+        pthread_t th[MAX_HELPERS];
+        int started = 0;
+        while (started < helpers && !pthread_create(&th[started], NULL, compile_some, &W)) started++;
+        compile_some(&W);
+        for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    }
+    tjc_free(slow);
+    tj_tensor *small[64], **inp = small;
+    tj_status st = TJ_OK;
+    for (int i = 0; !st && i < P->n_steps; i++) {
+        tji_step *step = &P->steps[i];
+        if (!step->group) continue;
+        if (step->n_in > 64 && !(inp = tjc_malloc(sizeof(tj_tensor *) * (size_t)step->n_in))) return no_memory();
+        step_inputs(B, step, inp);
+        if ((st = tjf_group_kernel(step->group, inp, &step->fused))) *failed_instr = step->instr;
+        if (inp != small) tjc_free(inp);
+        inp = small;
+    }
+    return st;
+}
+
 static tj_status unplannable(const tji_instr *I) {
     char cause[512];
     snprintf(cause, sizeof cause, "%s", tj_last_error());
@@ -436,6 +508,9 @@ tji_plan *tji_plan_build(const tji_code *code, const tji_sig_entry *sig) {
         }
     }
     if (args != args_small) tjc_free(args);
+    int failed_instr = -1;
+    if (!st && (st = compile_kernels(&B, &failed_instr)) && failed_instr >= 0)
+        st = unplannable(&code->instrs[failed_instr]);
     /* graph outputs: their buffers are the caller's, allocated at every replay */
     tjc_ptrmap first_of;
     tjc_ptrmap_init(&first_of);

@@ -55,27 +55,62 @@ static void relu_chain_of_200k_nodes(void **state) {
     tj_release(in);
 }
 
-static void wide_graph_of_200k_nodes_over_1000_inputs(void **state) {
-    (void)state;
-    tj_generator *gen = tj_generator_new(11);
-    tj_tensor *in[SCALE_WIDE_INPUTS];
-    assert_true(scale_wide_inputs(in, gen));
-    tj_program *p = trace_compile(scale_wide_fn, BIG, in, SCALE_WIDE_INPUTS, NULL);
+/* Replays the wide graph of n nodes once and compares with its reference. */
+static void run_wide_against_reference(tj_program *p, int64_t n, tj_tensor **in) {
     tj_tensor *out = NULL;
     assert_int_equal(tj_run(p, in, &out), TJ_OK);
     const float *data[SCALE_WIDE_INPUTS];
     for (int i = 0; i < SCALE_WIDE_INPUTS; i++) data[i] = tj_data(in[i]);
     double ref[SCALE_ELEMS];
-    assert_true(scale_wide_reference(BIG, data, SCALE_ELEMS, ref, NULL));
+    assert_true(scale_wide_reference(n, data, SCALE_ELEMS, ref, NULL));
     const float *y = tj_data(out);
     for (int e = 0; e < SCALE_ELEMS; e++) {
         if (fabs(y[e] - ref[e]) > 1e-3 * (1 + fabs(ref[e])))
             fail_msg("element %d: %.7g, the reference %.7g", e, y[e], ref[e]);
     }
     tj_release(out);
+}
+
+static void wide_graph_of_200k_nodes_over_1000_inputs(void **state) {
+    (void)state;
+    tj_generator *gen = tj_generator_new(11);
+    tj_tensor *in[SCALE_WIDE_INPUTS];
+    assert_true(scale_wide_inputs(in, gen));
+    tj_program *p = trace_compile(scale_wide_fn, BIG, in, SCALE_WIDE_INPUTS, NULL);
+    run_wide_against_reference(p, BIG, in);
     tj_program_free(p);
     for (int i = 0; i < SCALE_WIDE_INPUTS; i++) tj_release(in[i]);
     tj_generator_free(gen);
+}
+
+/* The default backend compiles every distinct group: the plan compiles them
+ * on the library's threads at once (interpreter/plan_build.c,
+ * compile_kernels); four threads on one graph of about 30 distinct groups,
+ * against the reference. */
+static void wide_graph_with_llvm_on_four_threads(void **state) {
+    (void)state;
+#ifdef TJIT_HAVE_LLVM
+    enum { NODES = 2000 };
+    tj_generator *gen = tj_generator_new(12);
+    tj_tensor *in[SCALE_WIDE_INPUTS];
+    assert_true(scale_wide_inputs(in, gen));
+    scale_model m = {NODES};
+    tj_graph *g = tj_trace(scale_wide_fn, &m, in, SCALE_WIDE_INPUTS, 1, NULL);
+    assert_non_null(g);
+    int was = tj_get_num_threads();
+    tj_set_num_threads(4);
+    tj_compile_options o = {.backend = "llvm"};
+    tj_program *p = tj_compile(g, &o);
+    tj_set_num_threads(was);
+    if (!p) fail_msg("compile: %s", tj_last_error());
+    tj_graph_free(g);
+    run_wide_against_reference(p, NODES, in);
+    tj_program_free(p);
+    for (int i = 0; i < SCALE_WIDE_INPUTS; i++) tj_release(in[i]);
+    tj_generator_free(gen);
+#else
+    skip();
+#endif
 }
 
 static void wide_graph_gradients(void **state) {
@@ -191,6 +226,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(relu_chain_of_200k_nodes),
         cmocka_unit_test(wide_graph_of_200k_nodes_over_1000_inputs),
+        cmocka_unit_test(wide_graph_with_llvm_on_four_threads),
         cmocka_unit_test(wide_graph_gradients),
         cmocka_unit_test(rewritten_graph_of_200k_nodes),
         cmocka_unit_test(rewritten_graph_gradients),
