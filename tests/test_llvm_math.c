@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/isa.h"
 #include "core/pw_math.h"
 #include "tests/support/fuser_cases.h"
 #ifdef TJIT_HAVE_LLVM
@@ -522,6 +523,31 @@ static void sin_cos_call_vector_versions(void **state) {
     free(xf);
     free(xd);
 }
+/* The kernels use the vector registers of the level the CPU kernels run at
+ * (TJIT_ISA lowers both; ctest runs this file under avx2 and baseline too). */
+static void kernels_keep_to_the_isa(void **state) {
+    (void)state;
+    tj_status st;
+    tj_graph *sub = tj_graph_parse("graph(%x : Float(4096, strides=[1], device=cpu)):\n"
+                                   "  %y : Float(4096, strides=[1], device=cpu) = aten::tanh(%x)\n"
+                                   "  return (%y)\n", &st);
+    assert_non_null(sub);
+    int64_t n = 4096;
+    tj_tensor *x = tj_zeros(&n, 1, TJ_F32);
+    tjf_spec spec;
+    tjf_spec_of(&x, 1, &spec);
+    char *as = tjl_kernel_text(sub, &spec, false, TJL_TEXT_ASM);
+    assert_non_null(as);
+    tjcpu_isa_level isa = tjcpu_isa();
+    bool zmm = strstr(as, "%zmm") != NULL, ymm = strstr(as, "%ymm") != NULL;
+    if (isa < TJCPU_ISA_AVX512) assert_false(zmm);
+    if (isa < TJCPU_ISA_AVX2) assert_false(ymm);
+    if (isa == TJCPU_ISA_AVX512) assert_true(zmm);
+    if (isa == TJCPU_ISA_AVX2) assert_true(ymm);
+    free(as);
+    tj_release(x);
+    tj_graph_free(sub);
+}
 #else
 static void llvm_skipped(void **state) {
     (void)state;
@@ -541,6 +567,7 @@ int main(void) {
         cmocka_unit_test(f64_pow),
         cmocka_unit_test(outlined_functions_keep_their_bits),
         cmocka_unit_test(sin_cos_call_vector_versions),
+        cmocka_unit_test(kernels_keep_to_the_isa),
     };
 #else
     const struct CMUnitTest tests[] = {cmocka_unit_test(llvm_skipped)};
