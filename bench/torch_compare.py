@@ -255,7 +255,7 @@ def tjit_version(suite):
     return [line for line in out.splitlines() if line.split(":")[0] in ("BLAS", "LLVM", "ISA", "CPU kernels")]
 
 
-def match_blas(suite, isa):
+def match_blas(suite):
     """Runs PyTorch on the OpenBLAS build that tjit links, with the kernels tjit
     runs. Debian's PyTorch loads libblas.so.3 through the system's alternative
     (OpenBLAS's pthreads build unless changed), tjit links the OpenMP build when
@@ -266,8 +266,6 @@ def match_blas(suite, isa):
     starts. Where tjit had OpenBLAS choose its kernels again (a CPU newer than
     the library), OPENBLAS_CORETYPE gives PyTorch 1.13 the same ones."""
     env = dict(os.environ)
-    if isa == "avx2":
-        env.update({k: v for k, v in AVX2_ENV.items() if k not in os.environ})
     dirs = [os.path.dirname(p) for p in tjit_blas(suite)]
     dirs = [d for d in dirs if os.path.exists(os.path.join(d, "libblas.so.3"))]
     path = env.get("LD_LIBRARY_PATH", "")
@@ -310,10 +308,10 @@ def main():
     ap.add_argument("--compile-modes", default="default",
                     help="torch.compile modes to time: default, max-autotune-no-cudagraphs")
     args = ap.parse_args()
-    if args.isa == "avx2" and (args.system_blas or not args.suite):
+    if args.isa == "avx2":  # bench_suite and the PyTorch workers inherit them
         os.environ.update({k: v for k, v in AVX2_ENV.items() if k not in os.environ})
     if args.suite and not args.system_blas:
-        match_blas(args.suite, args.isa)
+        match_blas(args.suite)
     modes = {"default": "compile", "max-autotune-no-cudagraphs": "autotune"}
     unknown = [m for m in args.compile_modes.split(",") if m and m not in modes]
     if unknown:

@@ -16,9 +16,9 @@
  * polynomial, which tanh shares, are written with tjm_fmaf, one rounding per
  * multiply and add: fewer instructions and no worse error where the CPU has
  * FMA, and the same bits on every ISA path (the rest is ISO C, which GCC
- * does not contract). Coefficients are Cephes's minimax fits. Accuracy against libm in
- * double, measured over every 193rd float by tests/test_math.c: see
- * docs/performance.md. f64 uses libm. */
+ * does not contract). Coefficients are Cephes's minimax fits. Accuracy
+ * against libm in double, measured over every 193rd float by
+ * tests/test_math.c: see docs/performance.md. f64 uses libm. */
 
 /* a * b + c rounded once: one instruction where the translation unit is built
  * for FMA (the AVX2 and AVX-512 kernels, the LLVM backend's llvm.fma), glibc's
@@ -56,7 +56,6 @@ static inline float tjm_expm1f_core(float y, int *n) {
     return tjm_fmaf(p, z, r);
 }
 static inline float tjm_expf_core(float y, int *n) { return tjm_expm1f_core(y, n) + 1.0f; }
-
 
 static inline float tjm_expf(float x) {
     bool nan = x != x;

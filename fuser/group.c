@@ -368,11 +368,18 @@ static tj_status run_op_by_op(const tjf_group *g, tj_tensor *const *inputs, tj_t
     return st;
 }
 
-tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes) {
+/* The backend for the group's inputs; NULL with the planner's error. */
+static const tjf_backend *plannable_backend(const tjf_group *g, tj_tensor *const *inputs) {
     tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
-    if (!backend_for(g, dev))
-        return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
-                         "fusion backend run op by op, which is not planned");
+    const tjf_backend *backend = backend_for(g, dev);
+    if (!backend)
+        tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
+                  "fusion backend run op by op, which is not planned");
+    return backend;
+}
+
+tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int64_t *sizes) {
+    if (!plannable_backend(g, inputs)) return TJ_ERR_UNSUPPORTED;
     enum { SMALL = 64 };
     shape small[SMALL];
     shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
@@ -393,11 +400,8 @@ tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int
 }
 
 tj_status tjf_group_kernel(tjf_group *g, tj_tensor *const *inputs, const tjf_kernel **kernel) {
-    tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
-    const tjf_backend *backend = backend_for(g, dev);
-    if (!backend)
-        return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group: inputs on a device without a "
-                         "fusion backend run op by op, which is not planned");
+    const tjf_backend *backend = plannable_backend(g, inputs);
+    if (!backend) return TJ_ERR_UNSUPPORTED;
     if (!(*kernel = kernel_for(g, backend, inputs))) return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
     return TJ_OK;
 }

@@ -4,7 +4,6 @@
  * in softmax_t.inc; f32 uses a vectorisable exp (below), f64 libm's. Built once
  * per instruction set (isa.h). */
 #include <math.h>
-#include <string.h>
 
 #include "core/pw_math.h"
 #include "isa.h"
