@@ -121,6 +121,8 @@ tjf_verdict tjf_check_node(const tj_node *n) {
     if (tj_node_kind_of(n) != TJ_NODE_OP) return verdict(TJF_NOT_AN_OP);
     if (tjf_row_op(n) != TJF_ROW_NONE) return verdict(TJF_FUSIBLE);
     const tj_op_info *op = tj_node_op(n);
+    tj_op_kind kind = tj_op_kind_of(op);
+    if (kind == TJ_KIND_MATMUL || kind == TJ_KIND_CONV) return tjf_check_anchor_node(n);
     if (!tjf_fusible_op(op)) { /* which part of tjf_fusible_op fails, for the report */
         if (tj_op_kind_of(op) != TJ_KIND_POINTWISE) return verdict(TJF_OP_KIND);
         if (!op->pw_expr) return verdict(TJF_OP_NO_EXPR);
@@ -185,7 +187,9 @@ static tj_value *append_before(tj_node *pos, tj_node *n) {
 static tj_status hoist_one(tj_graph *g, tj_node *k, int64_t chunks, int dim, bool *changed) {
     tj_value *x = tj_node_input(k, 0);
     tj_node *p = tj_value_node(x);
-    if (!fusible_node(p) || tjf_row_op(p) != TJF_ROW_NONE || tj_value_num_uses(x) != 1) return TJ_OK;
+    if (!fusible_node(p) || tjf_row_op(p) != TJF_ROW_NONE || tjf_anchor_op(p) != TJF_ANCHOR_NONE ||
+        tj_value_num_uses(x) != 1)
+        return TJ_OK;
     const tj_type *xt = tj_value_type(x);
     int n_in = tj_node_num_inputs(p);
     tj_value *pieces[3][TJ_MAX_DIMS * 8] = {{0}};
@@ -275,10 +279,10 @@ static int member_size(const tj_node *n) {
  * reused; a merge makes a new group, and an absorb updates its group's entry.
  * NULL (the public checks): walk. */
 typedef struct group_memo {
-    tjc_ptrmap flags; /* group node -> HOLDS_KNOWN | HOLDS_ROW | HOLDS_CHUNK */
+    tjc_ptrmap flags; /* group node -> HOLDS_KNOWN | HOLDS_ROW | HOLDS_CHUNK | HOLDS_ANCHOR */
 } group_memo;
 
-enum { HOLDS_KNOWN = 1, HOLDS_ROW = 2, HOLDS_CHUNK = 4 };
+enum { HOLDS_KNOWN = 1, HOLDS_ROW = 2, HOLDS_CHUNK = 4, HOLDS_ANCHOR = 8 };
 
 static int group_holds(const tj_node *grp, group_memo *memo) {
     int known = memo ? (int)(intptr_t)tjc_ptrmap_get(&memo->flags, grp) : 0;
@@ -287,15 +291,22 @@ static int group_holds(const tj_node *grp, group_memo *memo) {
     for (const tj_node *n = tj_block_first(tj_graph_block(tj_node_subgraph(grp))); n; n = tj_node_next(n)) {
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) flags |= HOLDS_CHUNK;
         else if (tjf_row_op(n) != TJF_ROW_NONE) flags |= HOLDS_ROW;
+        else if (tjf_anchor_op(n) != TJF_ANCHOR_NONE) flags |= HOLDS_ANCHOR;
     }
     if (memo) (void)tjc_ptrmap_put(&memo->flags, grp, (void *)(intptr_t)flags); /* else: walk again */
     return flags;
 }
 
-/* After p joined group c in place (absorb). */
-static void note_absorbed(group_memo *memo, const tj_node *c, bool row) {
+/* What node p brings into a group: HOLDS_ROW, HOLDS_ANCHOR or nothing. */
+static int node_holds(const tj_node *p) {
+    if (tjf_row_op(p) != TJF_ROW_NONE) return HOLDS_ROW;
+    return tjf_anchor_op(p) != TJF_ANCHOR_NONE ? HOLDS_ANCHOR : 0;
+}
+
+/* After p joined group c in place (absorb); holds: node_holds(p). */
+static void note_absorbed(group_memo *memo, const tj_node *c, int holds) {
     int known = (int)(intptr_t)tjc_ptrmap_get(&memo->flags, c);
-    if (known && row) (void)tjc_ptrmap_put(&memo->flags, c, (void *)(intptr_t)(known | HOLDS_ROW));
+    if (known && holds) (void)tjc_ptrmap_put(&memo->flags, c, (void *)(intptr_t)(known | holds));
 }
 
 /* Whether group c chunks a value that p makes: the runner chunks only group
@@ -315,6 +326,20 @@ static bool chunks_output_of(const tj_node *c, const tj_node *p, group_memo *mem
 
 static bool has_row(const tj_node *m, group_memo *memo) {
     return is_group(m) ? (group_holds(m, memo) & HOLDS_ROW) != 0 : tjf_row_op(m) != TJF_ROW_NONE;
+}
+
+/* The anchor of a member (a node or a group), or NULL. */
+static const tj_node *anchor_of(const tj_node *m, group_memo *memo) {
+    if (is_group(m))
+        return group_holds(m, memo) & HOLDS_ANCHOR ? tjf_anchor_node(tj_node_subgraph(m)) : NULL;
+    return tjf_anchor_op(m) != TJF_ANCHOR_NONE ? m : NULL;
+}
+
+/* The anchor rules (fuse_rules.h) for members a before b. */
+static tjf_verdict check_anchors(const tj_node *a, const tj_node *b, group_memo *memo) {
+    const tj_node *anchor_a = anchor_of(a, memo), *anchor_b = anchor_of(b, memo);
+    if (!anchor_a && !anchor_b) return verdict(TJF_FUSIBLE);
+    return tjf_check_anchors(a, b, anchor_a, anchor_b, has_row(a, memo) || has_row(b, memo));
 }
 
 /* The row op of a member (a node or a group), or NULL. */
@@ -409,6 +434,8 @@ static tjf_verdict check_merge(const tj_node *p, const tj_node *c, group_memo *m
         tjf_verdict rows = check_rows(p, c, memo);
         if (rows.reason != TJF_FUSIBLE) return rows;
     }
+    tjf_verdict anchors = check_anchors(p, c, memo);
+    if (anchors.reason != TJF_FUSIBLE) return anchors;
     if (member_size(p) + member_size(c) > TJF_MAX_GROUP_NODES)
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(p) + member_size(c)};
     for (int o = 0; o < tj_node_num_outputs(p); o++) {
@@ -682,6 +709,8 @@ static tjf_verdict check_siblings(const tj_node *a, const tj_node *b, group_memo
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(a) + member_size(b)};
     tjf_verdict rows = check_rows(a, b, memo);
     if (rows.reason != TJF_FUSIBLE) return rows;
+    tjf_verdict anchors = check_anchors(a, b, memo);
+    if (anchors.reason != TJF_FUSIBLE) return anchors;
     for (int o = 0; o < tj_node_num_outputs(a); o++) {
         const tj_value *v = tj_node_output(a, o);
         for (int u = 0; u < tj_value_num_uses(v); u++) {
@@ -837,9 +866,9 @@ tj_status tj_pass_fuse(tj_graph *g) {
                 tj_node_kind k = tj_node_kind_of(p);
                 if (k == TJ_NODE_PARAM || !can_merge(p, n, &memo)) continue;
                 if (is_group(n) && fusible_node(p)) {
-                    bool row = tjf_row_op(p) != TJF_ROW_NONE;
+                    int holds = node_holds(p);
                     if (absorb(p, n, &st)) {
-                        note_absorbed(&memo, n, row);
+                        note_absorbed(&memo, n, holds);
                         i--; /* input i was p's; the next one moved into its place */
                         grown = changed = true;
                     }

@@ -34,6 +34,12 @@ typedef enum tjf_reason {
     TJF_ROW_DROPPED_DIM,    /* value: of a keepdim=false reduction's sizes, read into other sizes */
     TJF_ROW_OUTSIDE_READ,   /* value: made outside, read by a member of a keepdim=false
                              * reduction's sizes, and not of sizes all 1 */
+    TJF_ANCHOR_FORM,        /* a matrix product or convolution not of an anchor's form (fuser.h) */
+    TJF_ANCHOR_DEVICE,      /* a matrix product or convolution off the CPU */
+    TJF_ANCHOR_OPERAND,     /* the producer feeds the consumer's matrix product */
+    TJF_TWO_ANCHORS,        /* both hold a matrix product; a group holds one */
+    TJF_ANCHOR_ROW,         /* one holds a matrix product, the other (or itself) a row op */
+    TJF_ANCHOR_SIZES,       /* value: a result of sizes other than the matrix product's */
 } tjf_reason;
 
 typedef struct tjf_verdict {
@@ -55,6 +61,16 @@ tjf_verdict tjf_check_merge(const tj_node *p, const tj_node *c);
 /* After tjf_check_merge: the operands the merged group would need, and
  * TJF_OPERAND_CAP (or TJF_READ_TWICE) when the fuser would refuse it. */
 tjf_verdict tjf_check_operands(const tj_node *p, const tj_node *c);
+/* The rules of a merge of members a and b (a before b, nodes or groups)
+ * when either holds an anchor (fuser.h): one anchor, no row op, every result
+ * of the anchor's sizes, and when b holds the anchor, nothing of a feeds it.
+ * anchor_a, anchor_b: the members' anchors (NULL: none); row: whether either
+ * holds a row op. */
+tjf_verdict tjf_check_anchors(const tj_node *a, const tj_node *b, const tj_node *anchor_a,
+                              const tj_node *anchor_b, bool row);
+/* Why a matrix product or convolution n cannot be an anchor (TJF_FUSIBLE: it can). */
+tjf_verdict tjf_check_anchor_node(const tj_node *n);
+
 /* Whether group a may merge with a later group b that reads nothing a makes
  * (siblings feeding one consumer), operands counted. */
 tjf_verdict tjf_check_siblings(const tj_node *a, const tj_node *b);

@@ -163,4 +163,31 @@ static inline bool tjf_row_reduces(tjf_row_kind kind) { return kind >= TJF_ROW_S
 /* Whether reduction n keeps its dim (keepdim). */
 bool tjf_row_keepdim(const tj_node *n);
 
+/* Epilogue groups (anchor.c, group_anchor.c). A group may also hold one
+ * *anchor*: a matrix product or convolution whose pointwise users (bias,
+ * activation, residual adds: its epilogue) run on its output block by block
+ * while the block is in cache, instead of as separate sweeps over all of it.
+ *   linear: aten::linear(x, w, b) with x of at least 2 dims, w 2-D, b 1-D;
+ *   mm: aten::mm(a, b), both 2-D; matmul: aten::matmul(a, b), a of at least
+ *   2 dims and b 2-D; conv2d: aten::conv2d(x, w, b) with x 4-D and b 1-D.
+ * Every operand a tensor (no absent bias), f32 or f64 alike, on the CPU.
+ * The group iterates the anchor's result's sizes, and its operands come from
+ * outside the group; the group holds no row op. A block is a range of
+ * *rows*: the result's leading dims (all but the last for the matrix
+ * products, the batch for conv2d), which the anchor's first operand shares. */
+typedef enum tjf_anchor_kind {
+    TJF_ANCHOR_NONE,
+    TJF_ANCHOR_LINEAR,
+    TJF_ANCHOR_MM,
+    TJF_ANCHOR_MATMUL,
+    TJF_ANCHOR_CONV2D,
+} tjf_anchor_kind;
+
+/* What anchor n is (TJF_ANCHOR_NONE: none, or not of the form above). */
+tjf_anchor_kind tjf_anchor_op(const tj_node *n);
+/* The anchor of a group's subgraph, or NULL. */
+const tj_node *tjf_anchor_node(const tj_graph *subgraph);
+/* How many leading dims of an anchor's result of ndim dims are its rows. */
+int tjf_anchor_row_dims(tjf_anchor_kind kind, int ndim);
+
 #endif

@@ -7,38 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/ptrmap.h"
-#include "fuser.h"
-
-typedef struct gnode {
-    const tj_op_info *op; /* NULL for prim::ConstantChunk */
-    const tj_attr *attrs; /* the node's, in schema order */
-    int64_t chunks, dim;
-    bool row; /* the row op (fuser.h): its result has its input's sizes... */
-    bool reduce, keepdim; /* ...unless it reduces the last dim (kept as 1, or dropped) */
-    int n_in, n_out;
-    int *in, *out; /* slots */
-} gnode;
-
-typedef struct cached {
-    tjf_spec *spec; /* tjf_spec_bytes of it: a full spec is 5 KB, most groups hold one input or two */
-    const tjf_backend *backend; /* the device's: it compiled and releases the kernel */
-    tjf_kernel *kernel;         /* NULL: the backend could not compile it (why: fallback) */
-} cached;
-
-struct tjf_group {
-    const tj_graph *sub;
-    const tjf_backend *backend;
-    int n_inputs, n_outputs, n_slots, n_nodes;
-    int *output_slot;
-    tj_dtype *output_dtype;
-    gnode *nodes;
-    pthread_mutex_t lock;
-    cached *cache;
-    int n_cache, cap_cache;
-    char *fallback; /* why the group last ran op by op on a device with a backend */
-    int node_id;
-    bool cuda_fusion; /* TJIT_CUDA_FUSION, read once here, not at every launch */
-};
+#include "group_internal.h"
 
 void tjf_spec_of(tj_tensor *const *inputs, int n, tjf_spec *spec) {
     memset(spec, 0, sizeof *spec);
@@ -88,21 +57,30 @@ void tjf_group_free(tjf_group *g) {
     tjc_free(g->nodes);
     tjc_free(g->output_slot);
     tjc_free(g->output_dtype);
+    tjf_anchored_free(g->anchored);
+    tj_graph_free(g->owned);
     pthread_mutex_destroy(&g->lock);
     tjc_free(g);
 }
 
 tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
-    tj_graph *sub = tj_node_subgraph(node);
+    return tjf_group_of_subgraph(tj_node_subgraph(node), false, tj_node_id(node), backend);
+}
+
+tjf_group *tjf_group_of_subgraph(const tj_graph *sub, bool own, int node_id, const tjf_backend *backend) {
     tjf_group *g = tjc_calloc(1, sizeof *g);
-    if (!g) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    if (!g) {
+        if (own) tj_graph_free((tj_graph *)sub);
+        return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
+    }
     pthread_mutex_init(&g->lock, NULL);
     g->sub = sub;
+    g->owned = own ? (tj_graph *)sub : NULL;
     g->backend = backend;
-    g->node_id = tj_node_id(node);
+    g->node_id = node_id;
     const char *cuda_fusion = getenv("TJIT_CUDA_FUSION");
     g->cuda_fusion = !(cuda_fusion && !strcmp(cuda_fusion, "0"));
-    tj_block *b = tj_graph_block(sub);
+    tj_block *b = tj_graph_block((tj_graph *)sub);
     g->n_inputs = tj_block_num_inputs(b);
     g->n_outputs = tj_block_num_outputs(b);
     g->n_nodes = tj_block_num_nodes(b);
@@ -114,7 +92,7 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     bool ok = g->nodes && g->output_slot && g->output_dtype;
     for (int i = 0; ok && i < g->n_inputs; i++)
         ok = tjc_ptrmap_put(&slot, tj_block_input(b, i), (void *)(intptr_t)(g->n_slots++ + 1));
-    int k = 0;
+    int k = 0, anchor = -1;
     for (tj_node *n = tj_block_first(b); ok && n; n = tj_node_next(n), k++) {
         gnode *gn = &g->nodes[k];
         bool pointwise = tj_node_kind_of(n) == TJ_NODE_OP && tjf_fusible_op(tj_node_op(n));
@@ -122,13 +100,15 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
         bool closing_cat = tj_node_kind_of(n) == TJ_NODE_OP && !tj_node_next(n) &&
                            !strcmp(tj_node_name(n), "aten::cat");
         bool row = tjf_row_op(n) != TJF_ROW_NONE;
-        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise && !closing_cat && !row) {
+        bool is_anchor = !pointwise && !row && tjf_anchor_op(n) != TJF_ANCHOR_NONE && anchor < 0;
+        if (tj_node_kind_of(n) != TJ_NODE_CONSTANT_CHUNK && !pointwise && !closing_cat && !row && !is_anchor) {
             tjf_group_free(g);
             tjc_ptrmap_free(&slot);
             return tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s cannot run inside a group "
-                             "(groups hold pointwise ops, prim::ConstantChunk and one row op)",
-                             tj_node_id(node), tj_node_name(n)), NULL;
+                             "(groups hold pointwise ops, prim::ConstantChunk, and one row op or one "
+                             "matrix product of the forms in docs/passes.md)", node_id, tj_node_name(n)), NULL;
         }
+        if (is_anchor) anchor = k;
         if (tj_node_kind_of(n) == TJ_NODE_CONSTANT_CHUNK) {
             gn->chunks = tj_node_attr(n, tj_node_attr_index(n, "chunks"))->i;
             gn->dim = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
@@ -136,6 +116,7 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
             gn->op = tj_node_op(n);
             gn->attrs = tj_node_attrs(n);
             gn->row = row;
+            gn->anchor = is_anchor;
             gn->reduce = row && tjf_row_reduces(tjf_row_op(n));
             gn->keepdim = gn->reduce && tjf_row_keepdim(n);
         }
@@ -161,12 +142,16 @@ tjf_group *tjf_group_new(const tj_node *node, const tjf_backend *backend) {
     tjc_ptrmap_free(&slot);
     if (!ok) {
         tjf_group_free(g);
-        return tjc_error(TJ_ERR_MEMORY, "fusion group %%%d: out of memory", tj_node_id(node)), NULL;
+        return tjc_error(TJ_ERR_MEMORY, "fusion group %%%d: out of memory", node_id), NULL;
     }
     if (!planned) {
         tjf_group_free(g);
         return tjc_error(TJ_ERR_INTERNAL, "fusion group %%%d: its subgraph cannot be planned",
-                         tj_node_id(node)), NULL;
+                         node_id), NULL;
+    }
+    if (anchor >= 0 && tjf_anchored_new(g, anchor) != TJ_OK) {
+        tjf_group_free(g);
+        return NULL;
     }
     return g;
 }
@@ -207,6 +192,18 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
             continue;
         }
         shape s = {0};
+        if (n->anchor) { /* its operands are group inputs: the op's own shape rule */
+            tj_tensor *in[TJF_MAX_ARGS];
+            for (int i = 0; i < n->n_in; i++) in[i] = inputs[n->in[i]];
+            tjc_prepared prep;
+            tj_status st = tjc_prepare_call(n->op, in, n->n_in, n->attrs, &prep);
+            if (st) return st;
+            s.ndim = prep.meta[0].ndim;
+            memcpy(s.sizes, prep.meta[0].sizes, sizeof(int64_t) * (size_t)s.ndim);
+            tjc_free(prep.meta);
+            sh[n->out[0]] = s;
+            continue;
+        }
         if (n->row) {
             s = sh[n->in[0]];
             if (n->reduce && s.ndim == 0)
@@ -241,14 +238,18 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
 /* The backend that compiles for inputs on device type d: the program's
  * on the CPU, the device's own elsewhere (NULL: none, the group runs op by
  * op). TJIT_CUDA_FUSION=0 turns the CUDA one off. */
-static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
+const tjf_backend *tjf_group_backend_for(const tjf_group *g, tj_device_type d) {
     if (d == TJ_CPU) return g->backend;
     return d == TJ_CUDA && !g->cuda_fusion ? NULL : tjf_device_backend(d);
 }
 
+static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
+    return tjf_group_backend_for(g, d);
+}
+
 /* Records why the group runs op by op; said once per reason on stderr when
  * TJIT_DUMP names the fusion report or the kernels. */
-static void note_fallback(tjf_group *g, const char *why) {
+void tjf_group_note_fallback(tjf_group *g, const char *why) {
     pthread_mutex_lock(&g->lock);
     bool same = g->fallback && !strcmp(g->fallback, why);
     if (!same) {
@@ -264,7 +265,7 @@ static void note_fallback(tjf_group *g, const char *why) {
 /* The kernel for inputs like these (compiled now when new); NULL with
  * TJ_ERR_UNSUPPORTED, and the reason noted, when the backend cannot compile
  * it: the caller then runs the group op by op. */
-static tjf_kernel *kernel_for(tjf_group *g, const tjf_backend *backend, tj_tensor *const *inputs) {
+tjf_kernel *tjf_group_cached_kernel(tjf_group *g, const tjf_backend *backend, tj_tensor *const *inputs) {
     tjf_spec *spec = tjc_malloc(sizeof *spec);
     if (!spec) return tjc_error(TJ_ERR_MEMORY, "out of memory"), NULL;
     tjf_spec_of(inputs, g->n_inputs, spec);
@@ -313,7 +314,7 @@ static tjf_kernel *kernel_for(tjf_group *g, const tjf_backend *backend, tj_tenso
     pthread_mutex_unlock(&g->lock);
     tjc_free(spec);
     if (!k && why[0] && (known || st == TJ_ERR_UNSUPPORTED)) {
-        note_fallback(g, why);
+        tjf_group_note_fallback(g, why);
         tjc_error(TJ_ERR_UNSUPPORTED, "fusion group %%%d: %s", g->node_id, why);
     }
     return k;
@@ -400,9 +401,10 @@ tj_status tjf_group_shape(tjf_group *g, tj_tensor *const *inputs, int *ndim, int
 }
 
 tj_status tjf_group_kernel(tjf_group *g, tj_tensor *const *inputs, const tjf_kernel **kernel) {
+    if (g->anchored) return tjf_anchored_kernel(g, inputs, kernel);
     const tjf_backend *backend = plannable_backend(g, inputs);
     if (!backend) return TJ_ERR_UNSUPPORTED;
-    if (!(*kernel = kernel_for(g, backend, inputs))) return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+    if (!(*kernel = tjf_group_cached_kernel(g, backend, inputs))) return tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
     return TJ_OK;
 }
 
@@ -426,13 +428,18 @@ static tj_status launch_or_fall_back(tjf_group *g, const tjf_backend *backend, c
                                      tj_tensor *const *inputs, tj_tensor *const *outputs) {
     tj_status st = backend->launch(k, inputs, outputs);
     if (st != TJ_ERR_UNSUPPORTED) return st;
-    note_fallback(g, tj_last_error());
+    tjf_group_note_fallback(g, tj_last_error());
     tj_clear_error();
+    return tjf_group_run_op_by_op_into(g, inputs, outputs);
+}
+
+tj_status tjf_group_run_op_by_op_into(const tjf_group *g, tj_tensor *const *inputs,
+                                      tj_tensor *const *outputs) {
     enum { SMALL = 16 };
     tj_tensor *small[SMALL];
     tj_tensor **res = g->n_outputs <= SMALL ? small : tjc_calloc((size_t)g->n_outputs, sizeof *res);
     if (!res) return tjc_error(TJ_ERR_MEMORY, "out of memory");
-    st = run_op_by_op(g, inputs, res);
+    tj_status st = run_op_by_op(g, inputs, res);
     for (int i = 0; st == TJ_OK && i < g->n_outputs; i++) {
         tj_tensor *pair[2] = {outputs[i], res[i]}, *same;
         if (tjc_invoke_nested(tjc_op(TJ_OP_copy_), pair, 2, NULL, &same, 1) != 1) st = tj_last_status();
@@ -445,6 +452,7 @@ static tj_status launch_or_fall_back(tjf_group *g, const tjf_backend *backend, c
 
 tj_status tjf_group_launch(const tjf_group *g, const tjf_kernel *k, tj_tensor *const *inputs,
                            tj_tensor *const *outputs) {
+    if (g->anchored) return tjf_anchored_launch((tjf_group *)g, k, inputs, outputs);
     tj_device_type dev = g->n_inputs ? inputs[0]->storage->device.type : TJ_CPU;
     return launch_or_fall_back((tjf_group *)g, backend_for(g, dev), k, inputs, outputs);
 }
@@ -454,7 +462,7 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
     const tjf_backend *backend = backend_for(g, device.type);
     for (int i = 0; i < g->n_inputs && backend; i++)
         if (!tjc_same_device(inputs[i]->storage->device, device)) backend = NULL;
-    if (!backend) return run_op_by_op(g, inputs, outputs);
+    if (!backend || (g->anchored && device.type != TJ_CPU)) return run_op_by_op(g, inputs, outputs);
     enum { SMALL = 64 };
     shape small[SMALL];
     shape *sh = g->n_slots <= SMALL ? small : tjc_malloc(sizeof(shape) * (size_t)g->n_slots);
@@ -469,7 +477,24 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
         else if (!(outputs[i] = tjc_alloc_on(device, s->sizes, s->ndim, g->output_dtype[i])))
             st = tj_last_status();
     }
-    tjf_kernel *k = st == TJ_OK ? kernel_for(g, backend, inputs) : NULL;
+    if (g->anchored) { /* the plan of an epilogue group is its kernel */
+        const tjf_kernel *plan = NULL;
+        if (st == TJ_OK) st = tjf_anchored_kernel(g, inputs, &plan);
+        if (st == TJ_ERR_UNSUPPORTED) { /* its epilogue could not compile: noted, op by op */
+            tj_clear_error();
+            st = tjf_group_run_op_by_op_into(g, inputs, outputs);
+        } else if (st == TJ_OK) {
+            st = tjf_anchored_launch(g, plan, inputs, outputs);
+        }
+        if (st != TJ_OK)
+            for (int i = 0; i < g->n_outputs; i++) {
+                tj_release(outputs[i]);
+                outputs[i] = NULL;
+            }
+        if (sh != small) tjc_free(sh);
+        return st;
+    }
+    tjf_kernel *k = st == TJ_OK ? tjf_group_cached_kernel(g, backend, inputs) : NULL;
     if (st == TJ_OK && !k && tj_last_status() == TJ_ERR_UNSUPPORTED) {
         tj_clear_error();
         for (int i = 0; i < g->n_outputs; i++) {

@@ -175,6 +175,29 @@ static void put_reason(report *r, tjf_verdict v, const tj_node *p, const tj_node
         put(r, " comes from outside into a member of a reduction without keepdim: such a group "
                "reads only values of sizes all 1 there");
         break;
+    case TJF_ANCHOR_FORM:
+        put(r, "not fusible: a matrix product takes an epilogue as linear(x, w, b), mm, matmul by a "
+               "2-D matrix or conv2d(x, w, b), every operand an f32 or f64 tensor (no absent bias)");
+        break;
+    case TJF_ANCHOR_DEVICE:
+        put(r, "not fusible: a matrix product takes an epilogue on the CPU only");
+        break;
+    case TJF_ANCHOR_OPERAND:
+        put(r, "it feeds the matrix product of ");
+        put_node(r, c);
+        put(r, ", whose operands come from outside its group (the product runs first, its epilogue after)");
+        break;
+    case TJF_TWO_ANCHORS: put(r, "both hold a matrix product; a group holds one"); break;
+    case TJF_ANCHOR_ROW:
+        put(r, "a matrix product's epilogue and a row op (softmax, log_softmax, layer_norm, a reduction "
+               "over the last dim) do not share a group");
+        break;
+    case TJF_ANCHOR_SIZES:
+        put_value(r, v.value);
+        put(r, " has sizes ");
+        put_sizes(r, tj_value_type(v.value));
+        put(r, ", not those of the matrix product, whose rows the group runs block by block");
+        break;
     case TJF_OPERAND_CAP:
         put(r, "operand cap: the merged group would have %d operands (inputs, outputs and chunk "
                "pieces), more than %d", v.count, TJF_MAX_OPERANDS);
@@ -260,7 +283,10 @@ static int explain_outside(report *r, const tj_node *n) {
     for (int i = 0; i < tj_node_num_inputs(n); i++) { /* n as the consumer */
         const tj_node *p = tj_value_node(tj_node_input(n, i));
         if (tjf_is_even_chunk(n) || tj_node_kind_of(p) == TJ_NODE_PARAM) continue;
-        if (member_verdict(p).reason != TJF_FUSIBLE || !merge_verdict(p, n, &v)) continue;
+        v = member_verdict(p);
+        /* a matrix product that takes no epilogue says why: users ask */
+        bool product = v.reason == TJF_ANCHOR_FORM || v.reason == TJF_ANCHOR_DEVICE;
+        if (!product && (v.reason != TJF_FUSIBLE || !merge_verdict(p, n, &v))) continue;
         put(r, "  ");
         put_node(r, n);
         put(r, ": not merged with its producer ");

@@ -246,13 +246,15 @@ static void test_dump(void **state) {
      * that merge_linears made, which only a linear reads */
     r = run_tjit((const char *[]){"dump", "lstm_cell", "--fusion-report", NULL});
     expect(&r, 0, "# fusion report\n# left outside any group\n"
-           "  %7 aten::add: no producer or user it could join (none is fusible: %8 aten::linear)\n"
+           "  %7 aten::add: not merged into its user %8 aten::linear: it feeds the matrix product of "
+           "%8 aten::linear, whose operands come from outside its group (the product runs first, "
+           "its epilogue after)\n"
            "# neighbouring groups not merged\n"
            "# 1 group formed, 10 nodes fused, 1 fusible-kind node left out\n", NULL);
     assert_string_equal(r.err, "");
     result_free(&r);
     r = run_tjit((const char *[]){"dump", "mlp", "--fusion-report", NULL});
-    expect(&r, 0, " aten::relu: no producer or user it could join", NULL);
+    expect(&r, 0, "prim::FusionGroup: both hold a matrix product; a group holds one", NULL);
     result_free(&r);
     r = run_tjit((const char *[]){"dump", "mlp", "--fusion-report", "--passes", "dce", NULL});
     expect(&r, 2, NULL, "--fusion-report: the pipeline \"dce\" has no fuse pass");

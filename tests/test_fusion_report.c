@@ -102,18 +102,18 @@ static void test_dead_node(void **state) {
 
 static void test_cycle(void **state) {
     (void)state;
-    /* add(a, mm(a, w)): with sigmoid and add in one group, mm would both
-     * read the group and feed it */
-    char *r = report_of("graph(%x : Float(4, 4), %w : Float(4, 4)):\n"
-                        "  %a : Float(4, 4) = aten::sigmoid(%x)\n"
-                        "  %m : Float(4, 4) = aten::mm(%a, %w)\n"
-                        "  %c : Float(4, 4) = aten::add[alpha=1.](%a, %m)\n"
+    /* add(a, bmm(a, w)): with sigmoid and add in one group, bmm would both
+     * read the group and feed it (a batched product takes no epilogue) */
+    char *r = report_of("graph(%x : Float(2, 4, 4), %w : Float(2, 4, 4)):\n"
+                        "  %a : Float(2, 4, 4) = aten::sigmoid(%x)\n"
+                        "  %m : Float(2, 4, 4) = aten::bmm(%a, %w)\n"
+                        "  %c : Float(2, 4, 4) = aten::add[alpha=1.](%a, %m)\n"
                         "  return (%c)\n");
     expect_line(r, "  %c aten::add: not merged with its producer %a aten::sigmoid: another user, "
-                   "%m aten::mm, comes before the consumer and feeds it: merging would create a cycle "
+                   "%m aten::bmm, comes before the consumer and feeds it: merging would create a cycle "
                    "through %m\n");
     expect_line(r, "  %a aten::sigmoid: not merged into its user %c aten::add: another user, %m "
-                   "aten::mm, comes before the consumer and feeds it: merging would create a cycle");
+                   "aten::bmm, comes before the consumer and feeds it: merging would create a cycle");
     free(r);
 }
 
@@ -294,6 +294,92 @@ static void test_reduction_sizes(void **state) {
 /* ---- the example models, TJIT_DUMP ---------------------------------------------------------- */
 
 /* outside a tensor scope: the models own their tensors and release them */
+/* ---- epilogue groups: a matrix product with its pointwise users ------------------------- */
+
+#define LINEAR_IN "graph(%x : Float(8, 4), %w : Float(6, 4), %b : Float(6)"
+
+static void test_epilogue_group(void **state) {
+    (void)state;
+    char *r = report_of(LINEAR_IN "):\n"
+                        "  %h : Float(8, 6) = aten::linear(%x, %w, %b)\n"
+                        "  %y : Float(8, 6) = aten::relu(%h)\n"
+                        "  %z : Float(8, 6) = aten::mul.Scalar[other=2.](%y)\n"
+                        "  return (%z)\n");
+    expect_line(r, "# 1 group formed, 3 nodes fused, 0 fusible-kind nodes left out\n");
+    free(r);
+}
+
+static void test_anchor_operand(void **state) {
+    (void)state;
+    char *r = report_of(LINEAR_IN "):\n"
+                        "  %t : Float(8, 4) = aten::tanh(%x)\n"
+                        "  %h : Float(8, 6) = aten::linear(%t, %w, %b)\n"
+                        "  %y : Float(8, 6) = aten::relu(%h)\n"
+                        "  return (%y)\n");
+    expect_line(r, "  %t aten::tanh: not merged into its user ");
+    expect_line(r, "it feeds the matrix product of ");
+    expect_line(r, "whose operands come from outside its group (the product runs first, its epilogue after)\n");
+    free(r);
+}
+
+static void test_two_anchors(void **state) {
+    (void)state;
+    char *r = report_of(LINEAR_IN ", %v : Float(6, 6)):\n"
+                        "  %h : Float(8, 6) = aten::linear(%x, %w, %b)\n"
+                        "  %y : Float(8, 6) = aten::relu(%h)\n"
+                        "  %k : Float(8, 6) = aten::linear(%y, %v, %b)\n"
+                        "  %z : Float(8, 6) = aten::tanh(%k)\n"
+                        "  return (%z)\n");
+    expect_line(r, "prim::FusionGroup: both hold a matrix product; a group holds one\n");
+    expect_line(r, "# 2 groups formed, 4 nodes fused, 0 fusible-kind nodes left out\n");
+    free(r);
+}
+
+static void test_anchor_and_row_op(void **state) {
+    (void)state;
+    char *r = report_of(LINEAR_IN ", %r : Float(8, 6)):\n"
+                        "  %q : Float(8, 6) = aten::mul.Scalar[other=2.](%r)\n"
+                        "  %s : Float(8, 6) = aten::softmax[dim=-1](%q)\n"
+                        "  %h : Float(8, 6) = aten::linear(%x, %w, %b)\n"
+                        "  %y : Float(8, 6) = aten::add[alpha=1.](%h, %s)\n"
+                        "  return (%y)\n");
+    expect_line(r, "a matrix product's epilogue and a row op (softmax, log_softmax, layer_norm, a "
+                   "reduction over the last dim) do not share a group\n");
+    expect_line(r, "# 2 groups formed, 4 nodes fused, 0 fusible-kind nodes left out\n");
+    free(r);
+}
+
+static void test_anchor_sizes(void **state) {
+    (void)state;
+    char *r = report_of(LINEAR_IN ", %r : Float(2, 8, 6)):\n"
+                        "  %h : Float(8, 6) = aten::linear(%x, %w, %b)\n"
+                        "  %y : Float(2, 8, 6) = aten::add[alpha=1.](%h, %r)\n"
+                        "  return (%y)\n");
+    expect_line(r, "  %y aten::add: not merged with its producer %h aten::linear: %y has sizes [2, 8, 6], "
+                   "not those of the matrix product, whose rows the group runs block by block\n");
+    free(r);
+}
+
+static void test_anchor_form_and_device(void **state) {
+    (void)state;
+    char *r = report_of("graph(%x : Float(8, 4), %w : Float(6, 4)):\n"
+                        "  %b : NoneType = prim::None()\n"
+                        "  %h : Float(8, 6) = aten::linear(%x, %w, %b)\n"
+                        "  %y : Float(8, 6) = aten::relu(%h)\n"
+                        "  return (%y)\n");
+    expect_line(r, "  %y aten::relu: not merged with its producer %h aten::linear: not fusible: a matrix "
+                   "product takes an epilogue as linear(x, w, b), mm, matmul by a 2-D matrix or "
+                   "conv2d(x, w, b), every operand an f32 or f64 tensor (no absent bias)\n");
+    free(r);
+    r = report_of("graph(%x : Float(8, 4, device=cuda:0), %w : Float(4, 6, device=cuda:0)):\n"
+                  "  %h : Float(8, 6, device=cuda:0) = aten::mm(%x, %w)\n"
+                  "  %y : Float(8, 6, device=cuda:0) = aten::relu(%h)\n"
+                  "  return (%y)\n");
+    expect_line(r, "  %y aten::relu: not merged with its producer %h aten::mm: not fusible: a matrix "
+                   "product takes an epilogue on the CPU only\n");
+    free(r);
+}
+
 static void test_models(void **state) {
     (void)state;
     for (int k = 0; k < tjx_num_models(); k++) {
@@ -324,10 +410,10 @@ static void test_models(void **state) {
 
 static void test_dump_env(void **state) {
     (void)state;
-    tj_graph *g = tj_graph_parse("graph(%x : Float(4, 4), %w : Float(4, 4)):\n"
-                                 "  %a : Float(4, 4) = aten::sigmoid(%x)\n"
-                                 "  %m : Float(4, 4) = aten::mm(%a, %w)\n"
-                                 "  %c : Float(4, 4) = aten::add[alpha=1.](%a, %m)\n"
+    tj_graph *g = tj_graph_parse("graph(%x : Float(2, 4, 4), %w : Float(2, 4, 4)):\n"
+                                 "  %a : Float(2, 4, 4) = aten::sigmoid(%x)\n"
+                                 "  %m : Float(2, 4, 4) = aten::bmm(%a, %w)\n"
+                                 "  %c : Float(2, 4, 4) = aten::add[alpha=1.](%a, %m)\n"
                                  "  return (%c)\n", NULL);
     assert_non_null(g);
     char path[] = "/tmp/tjit_fusion_reportXXXXXX";
@@ -364,7 +450,10 @@ int main(void) {
         T(test_used_before_without_cycle), T(test_output_sizes), T(test_chunk_piece_used_outside),
         T(test_operand_cap),     T(test_group_size_cap),   T(test_two_row_ops),
         T(test_row_sizes),       T(test_reduction_group),  T(test_reduction_dropped_dim),
-        T(test_reduction_outside_read), T(test_reduction_sizes),       cmocka_unit_test(test_models),
+        T(test_reduction_outside_read), T(test_reduction_sizes),
+        T(test_epilogue_group),  T(test_anchor_operand),   T(test_two_anchors),
+        T(test_anchor_and_row_op), T(test_anchor_sizes),   T(test_anchor_form_and_device),
+        cmocka_unit_test(test_models),
         T(test_dump_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
