@@ -210,6 +210,12 @@ tj_status tjl_dump_kernels(const tj_graph *g, bool with_asm, FILE *out) {
         const tj_graph *sub = tj_node_subgraph(x);
         fprintf(out, "\n# kernel of fusion group %%%d (%d nodes)", tj_node_id(x),
                 tj_block_num_nodes(tj_graph_block((tj_graph *)sub)));
+        if (tjf_anchor_node(sub)) { /* its kernels depend on the blocks, known at run time */
+            fprintf(out, ": an epilogue group: %s runs through the CPU's kernel a block of rows at a "
+                    "time, each block followed by the epilogue's kernel, compiled for the block's "
+                    "geometry when the group first runs\n", tj_node_name(tjf_anchor_node(sub)));
+            continue;
+        }
         char *ir = tjl_kernel_text(sub, spec, false, TJL_TEXT_IR_OPT);
         if (!ir) {
             fprintf(out, ": runs on the portable runner: %s\n", tj_last_error());
