@@ -51,11 +51,12 @@ struct tjf_anchored {
     int n_plans, cap_plans;
 };
 
-/* A block's result aims to stay within this many bytes (a core's share of
- * L2 on the machines measured, docs/performance.md), and a matrix product's
- * block has at least MIN_PRODUCT_ROWS rows: each call packs the weight again,
- * which more rows amortise. */
-enum { BLOCK_BYTES = 512 * 1024, MIN_PRODUCT_ROWS = 64 };
+/* A block's result aims at this many bytes, and a matrix product's block
+ * has at least MIN_PRODUCT_ROWS rows: each OpenBLAS call packs the weight
+ * again and splits its rows over the threads, so cache-sized blocks (512 KB,
+ * 128-512 rows) made a [4096, 1024] x [1024, 1024] product 7-29% slower on
+ * Zen 5 (bench/fusion); most groups are therefore one block. */
+enum { BLOCK_BYTES = 16 << 20, MIN_PRODUCT_ROWS = 2048 };
 
 /* ---- per-thread scratch for a result the group does not return ----------------- */
 
