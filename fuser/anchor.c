@@ -2,20 +2,11 @@
  * and convolutions take their pointwise users into a group, and the fuser's
  * rules for groups that hold one (docs/passes.md, "Epilogue groups"). The
  * group runner that blocks them by rows is group_anchor.c. */
-#include <string.h>
 
 #include "fuse_rules.h"
 
 static const tj_type *type_of(const tj_value *v) { return tj_value_type(v); }
 
-/* A tensor of known dtype and sizes. */
-static bool known_tensor(const tj_value *v) {
-    const tj_type *t = type_of(v);
-    if (t->kind != TJ_TYPE_TENSOR || t->dtype == TJ_UNKNOWN || t->ndim == TJ_UNKNOWN) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
-    return true;
-}
 
 /* On the CPU, or on no device the type names (IR text without one): the
  * group then runs op by op should its inputs live elsewhere. */
@@ -57,8 +48,8 @@ tjf_verdict tjf_check_anchor_node(const tj_node *n) {
         return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
     const tj_value *y = tj_node_output(n, 0);
     for (int i = 0; i < tj_node_num_inputs(n); i++)
-        if (!known_tensor(tj_node_input(n, i))) return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
-    if (!known_tensor(y)) return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
+        if (!tjf_known_tensor(tj_node_input(n, i))) return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
+    if (!tjf_known_tensor(y)) return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
     const tj_type *ty = type_of(y);
     if (!on_cpu(ty)) return (tjf_verdict){.reason = TJF_ANCHOR_DEVICE};
     if (ty->dtype != TJ_F32 && ty->dtype != TJ_F64) return (tjf_verdict){.reason = TJF_ANCHOR_FORM};
@@ -86,10 +77,6 @@ int tjf_anchor_row_dims(tjf_anchor_kind kind, int ndim) {
     return kind == TJF_ANCHOR_CONV2D ? 1 : ndim - 1;
 }
 
-static bool same_sizes(const tj_type *a, const tj_type *b) {
-    return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
-}
-
 /* Whether the anchor r inside group c reads a result of p. */
 static bool feeds_anchor(const tj_node *p, const tj_node *c, const tj_node *r) {
     if (r == c) return true; /* c is the product itself: all of its operands come from outside */
@@ -113,7 +100,7 @@ tjf_verdict tjf_check_anchors(const tj_node *a, const tj_node *b, const tj_node 
     const tj_node *members[2] = {a, b};
     for (int m = 0; m < 2; m++)
         for (int o = 0; o < tj_node_num_outputs(members[m]); o++)
-            if (!same_sizes(type_of(tj_node_output(members[m], o)), rt))
+            if (!tjf_same_sizes(type_of(tj_node_output(members[m], o)), rt))
                 return (tjf_verdict){.reason = TJF_ANCHOR_SIZES, .value = tj_node_output(members[m], o)};
     return (tjf_verdict){.reason = TJF_FUSIBLE};
 }

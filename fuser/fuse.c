@@ -38,7 +38,7 @@ bool tjf_fusible_op(const tj_op_info *op) {
 /* A tensor of known dtype and sizes. Any device: a group runs where its
  * inputs live, compiled by that device's fusion backend, or op by op through
  * the device's kernels where it has none (fuser/group.c). */
-static bool known_tensor(const tj_value *v) {
+bool tjf_known_tensor(const tj_value *v) {
     const tj_type *t = tj_value_type(v);
     if (t->kind != TJ_TYPE_TENSOR || t->dtype == TJ_UNKNOWN || t->ndim == TJ_UNKNOWN) return false;
     for (int d = 0; d < t->ndim; d++)
@@ -83,7 +83,7 @@ tjf_row_kind tjf_row_op(const tj_node *n) {
     tjf_row_kind kind = row_kind_of(tj_node_op(n));
     if (kind == TJF_ROW_NONE) return kind;
     const tj_value *x = tj_node_input(n, 0), *y = tj_node_output(n, 0);
-    if (!known_tensor(x) || !known_tensor(y)) return TJF_ROW_NONE;
+    if (!tjf_known_tensor(x) || !tjf_known_tensor(y)) return TJF_ROW_NONE;
     const tj_type *tx = tj_value_type(x), *ty = tj_value_type(y);
     if ((tx->dtype != TJ_F32 && tx->dtype != TJ_F64) || ty->dtype != tx->dtype || tx->ndim < 1)
         return TJF_ROW_NONE;
@@ -102,7 +102,7 @@ tjf_row_kind tjf_row_op(const tj_node *n) {
         return TJF_ROW_NONE;
     for (int i = 1; i < 3; i++) {
         const tj_value *p = tj_node_input(n, i);
-        if (!known_tensor(p)) return TJF_ROW_NONE;
+        if (!tjf_known_tensor(p)) return TJF_ROW_NONE;
         const tj_type *t = tj_value_type(p);
         if (t->dtype != tx->dtype || t->ndim != 1 || t->sizes[0] != last) return TJF_ROW_NONE;
     }
@@ -131,9 +131,9 @@ tjf_verdict tjf_check_node(const tj_node *n) {
     }
     if (tj_node_num_inputs(n) > 3) return verdict(TJF_NODE_OPERANDS);
     for (int i = 0; i < tj_node_num_inputs(n); i++)
-        if (!known_tensor(tj_node_input(n, i)))
+        if (!tjf_known_tensor(tj_node_input(n, i)))
             return (tjf_verdict){.reason = TJF_UNKNOWN_TYPE, .value = tj_node_input(n, i)};
-    if (!known_tensor(tj_node_output(n, 0)))
+    if (!tjf_known_tensor(tj_node_output(n, 0)))
         return (tjf_verdict){.reason = TJF_UNKNOWN_TYPE, .value = tj_node_output(n, 0)};
     return verdict(TJF_FUSIBLE);
 }
@@ -150,7 +150,7 @@ static bool even_chunk(const tj_node *n, int64_t *chunks, int *dim) {
     bool is_chunk = !strcmp(name, "aten::chunk"), is_split = !strcmp(name, "aten::split.Tensor");
     if (!is_chunk && !is_split) return false;
     const tj_value *x = tj_node_input(n, 0);
-    if (!known_tensor(x)) return false;
+    if (!tjf_known_tensor(x)) return false;
     const tj_type *t = tj_value_type(x);
     int64_t d = tj_node_attr(n, tj_node_attr_index(n, "dim"))->i;
     if (t->ndim == 0 || d < -t->ndim || d >= t->ndim) return false;
@@ -172,7 +172,7 @@ bool tjf_is_even_chunk(const tj_node *n) {
     return even_chunk(n, &chunks, &dim);
 }
 
-static bool same_sizes(const tj_type *a, const tj_type *b) {
+bool tjf_same_sizes(const tj_type *a, const tj_type *b) {
     return a->ndim == b->ndim && !memcmp(a->sizes, b->sizes, sizeof(int64_t) * (size_t)a->ndim);
 }
 
@@ -378,7 +378,7 @@ static tjf_verdict check_reduction(const tj_node *a, const tj_node *b, const tj_
     for (int m = 0; m < 2; m++)
         for (int o = 0; o < tj_node_num_outputs(members[m]); o++) {
             const tj_type *t = tj_value_type(tj_node_output(members[m], o));
-            if (!same_sizes(t, full) && !same_sizes(t, red))
+            if (!tjf_same_sizes(t, full) && !tjf_same_sizes(t, red))
                 return (tjf_verdict){.reason = TJF_ROW_SIZES, .value = tj_node_output(members[m], o)};
         }
     if (tjf_row_keepdim(r) || all_ones(red)) return verdict(TJF_FUSIBLE);
@@ -387,11 +387,11 @@ static tjf_verdict check_reduction(const tj_node *a, const tj_node *b, const tj_
         const tj_node *n = is_group(mm) ? tj_block_first(tj_graph_block(tj_node_subgraph(mm))) : mm;
         for (; n; n = is_group(mm) ? tj_node_next(n) : NULL) {
             if (tj_node_kind_of(n) != TJ_NODE_OP || n == r || tj_node_num_outputs(n) != 1) continue;
-            bool reduced = same_sizes(tj_value_type(tj_node_output(n, 0)), red);
+            bool reduced = tjf_same_sizes(tj_value_type(tj_node_output(n, 0)), red);
             for (int i = 0; i < tj_node_num_inputs(n); i++) {
                 const tj_value *v = tj_node_input(n, i);
                 const tj_type *t = tj_value_type(v);
-                if (!reduced && same_sizes(t, red))
+                if (!reduced && tjf_same_sizes(t, red))
                     return (tjf_verdict){.reason = TJF_ROW_DROPPED_DIM, .value = v};
                 if (reduced && !all_ones(t) && !made_inside(v, mm, members[1 - m]))
                     return (tjf_verdict){.reason = TJF_ROW_OUTSIDE_READ, .value = v};
@@ -416,7 +416,7 @@ static tjf_verdict check_rows(const tj_node *a, const tj_node *b, group_memo *me
     const tj_node *members[2] = {a, b};
     for (int m = 0; m < 2; m++)
         for (int o = 0; o < tj_node_num_outputs(members[m]); o++)
-            if (!same_sizes(tj_value_type(tj_node_output(members[m], o)), rt))
+            if (!tjf_same_sizes(tj_value_type(tj_node_output(members[m], o)), rt))
                 return (tjf_verdict){.reason = TJF_ROW_SIZES, .value = tj_node_output(members[m], o)};
     return verdict(TJF_FUSIBLE);
 }
@@ -446,7 +446,7 @@ static tjf_verdict check_merge(const tj_node *p, const tj_node *c, group_memo *m
             bool after = tj_node_kind_of(user) == TJ_NODE_RETURN || tj_node_is_before(c, user);
             if (!after) return (tjf_verdict){.reason = TJF_USED_BEFORE, .node = user};
             if (chunk) return (tjf_verdict){.reason = TJF_CHUNK_USED_OUTSIDE, .node = user};
-            if (!same_sizes(tj_value_type(v), group_type(c))) /* a group output */
+            if (!tjf_same_sizes(tj_value_type(v), group_type(c))) /* a group output */
                 return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = v};
         }
     }
@@ -703,7 +703,7 @@ static bool same_device(const tj_type *a, const tj_type *b) {
 static tjf_verdict check_siblings(const tj_node *a, const tj_node *b, group_memo *memo) {
     if (!is_group(a) || !is_group(b) || a == b) return verdict(TJF_NOT_AN_OP);
     if (!tj_node_is_before(a, b)) return verdict(TJF_NOT_BEFORE);
-    if (!same_sizes(group_type(a), group_type(b)) || !same_device(group_type(a), group_type(b)))
+    if (!tjf_same_sizes(group_type(a), group_type(b)) || !same_device(group_type(a), group_type(b)))
         return (tjf_verdict){.reason = TJF_OUTPUT_SIZES, .value = tj_node_output(a, 0)};
     if (member_size(a) + member_size(b) > TJF_MAX_GROUP_NODES)
         return (tjf_verdict){.reason = TJF_GROUP_SIZE, .count = member_size(a) + member_size(b)};
@@ -789,7 +789,7 @@ static tj_node *concatenated_group(const tj_node *n) {
     tj_node *grp = tj_value_node(tj_node_input(n, 0));
     if (!is_group(grp) || tj_node_num_outputs(grp) != tj_node_num_inputs(n)) return NULL;
     const tj_type *t = tj_value_type(tj_node_output(n, 0));
-    if (t->device_type != TJ_CUDA || !known_tensor(tj_node_output(n, 0))) return NULL;
+    if (t->device_type != TJ_CUDA || !tjf_known_tensor(tj_node_output(n, 0))) return NULL;
     tj_graph *sub = tj_node_subgraph(grp);
     for (const tj_node *m = tj_block_first(tj_graph_block(sub)); m; m = tj_node_next(m))
         if (tj_node_kind_of(m) == TJ_NODE_OP && !tjf_fusible_op(tj_node_op(m))) return NULL; /* one cat */

@@ -42,6 +42,10 @@ typedef enum tjf_reason {
     TJF_ANCHOR_SIZES,       /* value: a result of sizes other than the matrix product's */
 } tjf_reason;
 
+/* A tensor of known dtype and sizes (on any device). */
+bool tjf_known_tensor(const tj_value *v);
+bool tjf_same_sizes(const tj_type *a, const tj_type *b);
+
 typedef struct tjf_verdict {
     tjf_reason reason;
     const tj_node *node;   /* for TJF_USED_BEFORE, TJF_CHUNK_USED_OUTSIDE */

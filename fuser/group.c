@@ -238,13 +238,9 @@ static tj_status propagate(const tjf_group *g, tj_tensor *const *inputs, shape *
 /* The backend that compiles for inputs on device type d: the program's
  * on the CPU, the device's own elsewhere (NULL: none, the group runs op by
  * op). TJIT_CUDA_FUSION=0 turns the CUDA one off. */
-const tjf_backend *tjf_group_backend_for(const tjf_group *g, tj_device_type d) {
+static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
     if (d == TJ_CPU) return g->backend;
     return d == TJ_CUDA && !g->cuda_fusion ? NULL : tjf_device_backend(d);
-}
-
-static const tjf_backend *backend_for(const tjf_group *g, tj_device_type d) {
-    return tjf_group_backend_for(g, d);
 }
 
 /* Records why the group runs op by op; said once per reason on stderr when
@@ -477,25 +473,17 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
         else if (!(outputs[i] = tjc_alloc_on(device, s->sizes, s->ndim, g->output_dtype[i])))
             st = tj_last_status();
     }
-    if (g->anchored) { /* the plan of an epilogue group is its kernel */
-        const tjf_kernel *plan = NULL;
-        if (st == TJ_OK) st = tjf_anchored_kernel(g, inputs, &plan);
-        if (st == TJ_ERR_UNSUPPORTED) { /* its epilogue could not compile: noted, op by op */
-            tj_clear_error();
-            st = tjf_group_run_op_by_op_into(g, inputs, outputs);
-        } else if (st == TJ_OK) {
-            st = tjf_anchored_launch(g, plan, inputs, outputs);
-        }
-        if (st != TJ_OK)
-            for (int i = 0; i < g->n_outputs; i++) {
-                tj_release(outputs[i]);
-                outputs[i] = NULL;
-            }
-        if (sh != small) tjc_free(sh);
-        return st;
+    /* an epilogue group's kernel is its plan for these inputs */
+    const tjf_kernel *k = NULL;
+    bool refused = false; /* the backend cannot compile it: op by op */
+    if (st == TJ_OK && g->anchored) {
+        st = tjf_anchored_kernel(g, inputs, &k);
+        refused = st == TJ_ERR_UNSUPPORTED;
+    } else if (st == TJ_OK && !(k = tjf_group_cached_kernel(g, backend, inputs))) {
+        st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
+        refused = st == TJ_ERR_UNSUPPORTED;
     }
-    tjf_kernel *k = st == TJ_OK ? tjf_group_cached_kernel(g, backend, inputs) : NULL;
-    if (st == TJ_OK && !k && tj_last_status() == TJ_ERR_UNSUPPORTED) {
+    if (refused) {
         tj_clear_error();
         for (int i = 0; i < g->n_outputs; i++) {
             tj_release(outputs[i]);
@@ -504,8 +492,9 @@ tj_status tjf_group_run(tjf_group *g, tj_tensor *const *inputs, tj_tensor **outp
         if (sh != small) tjc_free(sh);
         return run_op_by_op(g, inputs, outputs);
     }
-    if (st == TJ_OK && !k) st = tj_last_status() ? tj_last_status() : TJ_ERR_INTERNAL;
-    if (st == TJ_OK) st = launch_or_fall_back(g, backend, k, inputs, outputs);
+    if (st == TJ_OK)
+        st = g->anchored ? tjf_anchored_launch(g, k, inputs, outputs)
+                         : launch_or_fall_back(g, backend, k, inputs, outputs);
     if (st != TJ_OK)
         for (int i = 0; i < g->n_outputs; i++) {
             tj_release(outputs[i]);

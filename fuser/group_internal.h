@@ -39,8 +39,6 @@ struct tjf_group {
     struct tjf_anchored *anchored; /* an epilogue group's anchor and epilogue, else NULL */
 };
 
-/* The backend that compiles for inputs on device type d (NULL: none). */
-const tjf_backend *tjf_group_backend_for(const tjf_group *g, tj_device_type d);
 /* The kernel for inputs like these from g's cache (compiled now when new);
  * NULL with TJ_ERR_UNSUPPORTED, the reason noted, when the backend refuses. */
 tjf_kernel *tjf_group_cached_kernel(tjf_group *g, const tjf_backend *backend, tj_tensor *const *inputs);
