@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "passes/passes_internal.h"
@@ -89,12 +90,19 @@ static void dump(const tj_graph *g, const char *pass) {
     tjc_free(text);
 }
 
-/* Whether the TJIT_DUMP list names the fusion report ("all" does not: it means passes). */
-static bool names_report(const char *list) {
+/* Whether the TJIT_DUMP list names an item that is not a pass, such as the fusion
+ * report or the passes' times ("all" does not: it means every pass's graph). */
+static bool names_item(const char *list, const char *want) {
     char item[NAME_MAX_LEN];
     while (next_name(&list, item))
-        if (!strcmp(item, "fusion-report")) return true;
+        if (!strcmp(item, want)) return true;
     return false;
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static void report_fusion(const tj_graph *g) {
@@ -120,8 +128,15 @@ static tj_status run_pipeline(tj_graph *g, const char *pipeline, bool verify_fir
         return tjc_error(TJ_ERR_ARG, "tj_run_passes: the graph is malformed: %s", cause);
     }
     const char *dump_list = getenv("TJIT_DUMP");
+    bool times = dump_list && names_item(dump_list, "pass-times");
     for (const char *s = pipeline; next_name(&s, name);) {
+        int nodes_before = times ? tj_block_num_nodes(tj_graph_block(g)) : 0;
+        double start = times ? seconds_now() : 0;
         tj_status st = tj_find_pass(name)(g);
+        if (times)
+            fprintf(stderr, "# pass %-16s %9.3f ms  %d -> %d nodes\n", name,
+                    1e3 * (seconds_now() - start), nodes_before,
+                    tj_block_num_nodes(tj_graph_block(g)));
         if (st != TJ_OK) {
             char cause[768];
             snprintf(cause, sizeof cause, "%s", tj_last_error());
@@ -136,7 +151,7 @@ static tj_status run_pipeline(tj_graph *g, const char *pipeline, bool verify_fir
         }
 #endif
         if (dump_list && list_has(dump_list, name)) dump(g, name);
-        if (dump_list && !strcmp(name, "fuse") && names_report(dump_list)) report_fusion(g);
+        if (dump_list && !strcmp(name, "fuse") && names_item(dump_list, "fusion-report")) report_fusion(g);
     }
     return TJ_OK;
 }

@@ -458,6 +458,26 @@ static void test_dump(void **state) {
     tj_graph_free(g);
 }
 
+/* TJIT_DUMP=pass-times: a line per pass run, with its node counts, and no graphs. */
+static void test_dump_pass_times(void **state) {
+    (void)state;
+    tj_graph *g = parse_or_fail(small_graph, "small graph");
+    char *out = stderr_of(g, "dce,cse,dce", "pass-times");
+    assert_null(strstr(out, "# after"));
+    const char *dce = strstr(out, "# pass dce ");
+    assert_non_null(dce);
+    assert_non_null(strstr(dce, " ms  4 -> 3 nodes\n"));
+    const char *cse = strstr(out, "# pass cse ");
+    assert_true(cse > dce);
+    assert_non_null(strstr(cse, " ms  3 -> 2 nodes\n"));
+    assert_non_null(strstr(cse, "# pass dce "));
+    free(out);
+    out = stderr_of(g, "dce", "all");
+    assert_null(strstr(out, "# pass "));
+    free(out);
+    tj_graph_free(g);
+}
+
 /* ---- constant folding's limits -------------------------------------------------------------- */
 
 static tj_graph *expand_graph(int64_t rows, bool typed) {
@@ -510,7 +530,7 @@ int main(void) {
         T(test_golden_peephole), T(test_golden_canonicalize), T(test_golden_pipeline),
         T(test_golden_merge_linears), T(test_golden_fold_batch_norm),
         T(test_ir_corpus),       T(test_registry),        T(test_unknown_pass),        T(test_malformed_graph),
-        T(test_dump),            T(test_fold_size_limit),
+        T(test_dump),            T(test_dump_pass_times), T(test_fold_size_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
