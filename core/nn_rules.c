@@ -85,7 +85,9 @@ static tj_status check_bn_input(const tjc_call *c, const tj_tensor *x) {
     return tjc_nn_require_float(c, 0);
 }
 
-tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
+/* The arguments of batch norm's forward ops (input, weight, bias, running_mean,
+ * running_var), in training or eval mode. */
+static tj_status check_bn(const tjc_call *c, bool training) {
     const tj_tensor *x = c->in[0];
     tj_status st = check_bn_input(c, x);
     if (st) return st;
@@ -93,7 +95,6 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
     for (int i = 1; i <= 4; i++)
         if ((st = tjc_nn_check_vector(c, i, C, "one per channel"))) return st;
     if ((st = tjc_nn_same_dtype(c, 1, 4))) return st;
-    bool training = c->attr[0].b;
     if (!c->in[3] != !c->in[4])
         return tjc_error(TJ_ERR_ARG, "%s: running_mean and running_var must be given together",
                          c->op->name);
@@ -112,18 +113,36 @@ tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
         if (c->in[i] && tjc_has_internal_overlap(c->in[i]))
             return tjc_error(TJ_ERR_ARG, "%s: argument '%s' is written in place and must not "
                              "have overlapping elements", c->op->name, TJC_NN_ARG(c, i));
+    return TJ_OK;
+}
+
+tj_status tjc_infer_native_batch_norm(const tjc_call *c, int *n_out) {
+    const tj_tensor *x = c->in[0];
+    bool training = c->attr[0].b;
+    tj_status st = check_bn(c, training);
+    if (st) return st;
     *n_out = outputs_of(c);
     if (c->meta_cap < *n_out) return TJ_OK;
     tjc_meta_new(&c->meta[0], x->dtype, x->sizes, x->ndim);
     /* save_mean and save_invstd are empty in eval mode, as PyTorch's: the
      * backward then reads running_mean and running_var */
-    int64_t saved = training ? C : 0;
+    int64_t saved = training ? x->sizes[1] : 0;
     for (int k = 1; k < *n_out; k++) tjc_meta_new(&c->meta[k], x->dtype, &saved, 1);
     return TJ_OK;
 }
 
 tj_status tjc_infer_batch_norm(const tjc_call *c, int *n_out) {
     return tjc_infer_native_batch_norm(c, n_out);
+}
+
+/* in: input, weight, bias, running_mean, running_var; attrs: momentum, eps */
+tj_status tjc_infer_batch_norm_stats(const tjc_call *c, int *n_out) {
+    tj_status st = check_bn(c, true);
+    if (st) return st;
+    *n_out = 4;
+    if (c->meta_cap < *n_out) return TJ_OK;
+    for (int k = 0; k < 4; k++) tjc_meta_new(&c->meta[k], c->in[0]->dtype, &c->in[0]->sizes[1], 1);
+    return TJ_OK;
 }
 
 /* in: grad_out, input, weight, running_mean, running_var, save_mean, save_invstd;

@@ -520,6 +520,7 @@ const tjo_export_entry tjo_export_rules_nn[] = {
     {TJ_OP_native_batch_norm, NULL, "returns the saved statistics for autodiff; the forward form is batch_norm"},
     {TJ_OP_batch_norm, ex_batch_norm, "BatchNormalization (eval); training: the batch statistics with ReduceMean (the running-statistics update, a write into parameters, stays in tjit)"},
     {TJ_OP_native_batch_norm_backward, NULL, GRAD},
+    {TJ_OP_batch_norm_stats, NULL, "written by split_batch_norm into compiled graphs only; export the traced graph, whose batch_norm exports"},
     {TJ_OP_native_layer_norm, ex_layer_norm, "LayerNormalization with its Mean and InvStdDev outputs"},
     {TJ_OP_layer_norm, ex_layer_norm, "LayerNormalization"},
     {TJ_OP_native_layer_norm_backward, NULL, GRAD},

@@ -435,33 +435,71 @@ tj_status tjp_for_subgraphs(tj_graph *g, tj_pass_fn pass) {
     return TJ_OK;
 }
 
-tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
-                          const tj_attr *attrs) {
+int tjp_emit_n_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
+                      const tj_attr *attrs, tj_value **outs, int n_outs) {
     const tj_op_info *op = tjc_op(op_id);
     tj_graph *g = tj_node_graph(pos);
     tj_value *in[TJ_MAX_ARGS];
     const tj_type *types[TJ_MAX_ARGS];
-    if (n_inputs > TJ_MAX_ARGS || (!attrs && op->schema.n_attrs))
-        return tjc_error(TJ_ERR_INTERNAL, "%s: cannot emit it with these arguments", op->name), NULL;
-    tj_type out_type;
+    enum { MAX_EMITTED = 4 };
+    if (n_inputs > TJ_MAX_ARGS || n_outs > MAX_EMITTED || (!attrs && op->schema.n_attrs))
+        return tjc_error(TJ_ERR_INTERNAL, "%s: cannot emit it with these arguments", op->name), -1;
+    tj_type out_types[MAX_EMITTED];
     for (int i = 0; i < n_inputs; i++)
         types[i] = inputs[i] && !tjp_is_none(inputs[i]) ? tj_value_type(inputs[i]) : NULL;
     int made = 0;
     /* typed first: a failure leaves the graph as it was */
-    if (tjg_infer_types(op, types, n_inputs, attrs, &out_type, 1, &made) != TJ_OK) return NULL;
-    if (made != 1) return tjc_error(TJ_ERR_INTERNAL, "%s: %d outputs to emit", op->name, made), NULL;
+    if (tjg_infer_types(op, types, n_inputs, attrs, out_types, n_outs, &made) != TJ_OK) return -1;
+    if (made != n_outs)
+        return tjc_error(TJ_ERR_INTERNAL, "%s: %d outputs to emit, not %d", op->name, made, n_outs), -1;
     for (int i = 0; i < n_inputs; i++) {
         in[i] = inputs[i];
         if (in[i]) continue;
         tj_node *none = tj_node_create(g, TJ_NODE_NONE, NULL, 0, 1);
-        if (!none || tj_node_insert_before(none, pos) != TJ_OK) return NULL;
+        if (!none || tj_node_insert_before(none, pos) != TJ_OK) return -1;
         in[i] = tj_node_output(none, 0);
     }
-    tj_node *n = tj_node_create_op(g, op, in, n_inputs, attrs, op->schema.n_attrs, 1);
-    if (!n || tj_node_insert_before(n, pos) != TJ_OK ||
-        tj_value_set_type(tj_node_output(n, 0), &out_type) != TJ_OK)
-        return NULL;
-    return tj_node_output(n, 0);
+    tj_node *n = tj_node_create_op(g, op, in, n_inputs, attrs, op->schema.n_attrs, n_outs);
+    if (!n || tj_node_insert_before(n, pos) != TJ_OK) return -1;
+    for (int k = 0; k < n_outs; k++) {
+        outs[k] = tj_node_output(n, k);
+        if (tj_value_set_type(outs[k], &out_types[k]) != TJ_OK) return -1;
+    }
+    return n_outs;
+}
+
+tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
+                          const tj_attr *attrs) {
+    tj_value *out;
+    return tjp_emit_n_before(pos, op_id, inputs, n_inputs, attrs, &out, 1) == 1 ? out : NULL;
+}
+
+tj_status tjp_replace_value(tj_value *old, tj_value *now) {
+    if (tj_value_name(old)) { /* the name moves to the value that now stands for it */
+        char *name = tjc_strdup(tj_value_name(old));
+        if (!name) return tjc_error(TJ_ERR_MEMORY, "out of memory moving a value's name");
+        tj_status st = tj_value_set_name(old, NULL);
+        if (!st) st = tj_value_set_name(now, name);
+        tjc_free(name);
+        if (st) return st;
+    }
+    return tj_value_replace_uses(old, now);
+}
+
+tj_status tjp_destroy_with_nones(tj_node *n) {
+    /* by hand: dce would keep a node for its Tensor(b!) arguments */
+    tj_node *nones[TJ_MAX_ARGS];
+    int n_nones = 0;
+    for (int i = 0; i < tj_node_num_inputs(n) && n_nones < TJ_MAX_ARGS; i++) {
+        tj_node *d = tj_value_node(tj_node_input(n, i));
+        bool seen = false;
+        for (int k = 0; k < n_nones; k++) seen |= nones[k] == d;
+        if (tj_node_kind_of(d) == TJ_NODE_NONE && !seen) nones[n_nones++] = d;
+    }
+    tj_status st = tj_node_destroy(n);
+    for (int k = 0; k < n_nones && !st; k++)
+        if (!tj_value_num_uses(tj_node_output(nones[k], 0))) st = tj_node_destroy(nones[k]);
+    return st;
 }
 
 bool tjp_is_none(const tj_value *v) { return tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE; }

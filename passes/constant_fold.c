@@ -108,14 +108,7 @@ static tj_status replace(tj_graph *g, tj_node *n, tj_tensor **res, int n_out) {
         tj_type ty = *tj_value_type(now);
         ty.requires_grad = tj_value_type(old)->requires_grad;
         if ((st = tj_value_set_type(now, &ty))) return st;
-        if ((st = tj_value_replace_uses(old, now))) return st;
-        if (tj_value_name(old)) {
-            char *name = tjc_strdup(tj_value_name(old));
-            if (!name) return tjc_error(TJ_ERR_MEMORY, "constant_fold: out of memory");
-            tj_value_set_name(old, NULL);
-            st = tj_value_set_name(now, name);
-            tjc_free(name);
-        }
+        if ((st = tjp_replace_value(old, now))) return st;
     }
     if (st) return st;
     /* the node, then the constants it read if nothing else reads them */

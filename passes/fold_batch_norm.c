@@ -110,28 +110,9 @@ static tj_status rewrite(tj_node *n, tj_node *conv) {
     tj_value *in[3] = {tj_node_input(conv, 0), weight, bias};
     tj_value *y = tjp_emit_before(n, tj_op_id(tj_node_op(conv)), in, 3, tj_node_attrs(conv));
     if (!y) return tj_last_status();
-    tj_value *old = tj_node_output(n, 0);
-    const char *name = tj_value_name(old);
-    if (name) { /* the name moves to the value that now stands for it */
-        char kept[256];
-        snprintf(kept, sizeof kept, "%s", name);
-        if (tj_value_set_name(old, NULL) || tj_value_set_name(y, kept))
-            return tj_last_status();
-    }
-    tj_status st = tj_value_replace_uses(old, y);
+    tj_status st = tjp_replace_value(tj_node_output(n, 0), y);
     if (st) return st;
-    /* the batch_norm by hand: dce would keep it for its Tensor(b!) arguments */
-    tj_node *nones[4];
-    int n_nones = 0;
-    for (int i = 1; i < tj_node_num_inputs(n); i++) {
-        tj_node *d = tj_value_node(tj_node_input(n, i));
-        bool seen = false;
-        for (int k = 0; k < n_nones; k++) seen |= nones[k] == d;
-        if (tj_node_kind_of(d) == TJ_NODE_NONE && !seen) nones[n_nones++] = d;
-    }
-    if ((st = tj_node_destroy(n))) return st;
-    for (int k = 0; k < n_nones; k++)
-        if (!tj_value_num_uses(tj_node_output(nones[k], 0)) && (st = tj_node_destroy(nones[k]))) return st;
+    if ((st = tjp_destroy_with_nones(n))) return st;
     tjp_remove_if_dead(conv);
     return TJ_OK;
 }

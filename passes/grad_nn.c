@@ -419,6 +419,9 @@ const tjg_rule_entry tjg_rules_nn[] = {
     {TJ_OP_native_batch_norm, tjg_nn_d_native_batch_norm, NULL},
     {TJ_OP_batch_norm, tjg_nn_d_batch_norm, NULL},
     {TJ_OP_native_batch_norm_backward, tjg_nn_d_native_batch_norm_backward, NULL},
+    {TJ_OP_batch_norm_stats, NULL,
+     "split_batch_norm writes it into differentiated graphs only (the pipeline runs after "
+     "autodiff); differentiate aten::batch_norm, whose rule covers the statistics"},
     {TJ_OP_native_layer_norm, tjg_nn_d_native_layer_norm, NULL},
     {TJ_OP_layer_norm, tjg_nn_d_layer_norm, NULL},
     {TJ_OP_native_layer_norm_backward, tjg_nn_d_native_layer_norm_backward, NULL},

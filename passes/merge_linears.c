@@ -115,15 +115,7 @@ static tj_status rewrite(tj_node *n, tj_node *l1, tj_node *l2) {
     tj_value *mm_in[3] = {self, tj_node_input(l2, 0), w2t};
     tj_value *sum = w2t ? tjp_emit_before(n, TJ_OP_addmm, mm_in, 3, scale) : NULL;
     if (!sum) return tj_last_status();
-    tj_value *old = tj_node_output(n, 0);
-    const char *name = tj_value_name(old);
-    if (name) {
-        /* the name moves to the value that now stands for it */
-        char kept[256];
-        snprintf(kept, sizeof kept, "%s", name);
-        if (tj_value_set_name(old, NULL) || tj_value_set_name(sum, kept)) return tj_last_status();
-    }
-    tj_status st = tj_value_replace_uses(old, sum);
+    tj_status st = tjp_replace_value(tj_node_output(n, 0), sum);
     if (st) return st;
     tjp_remove_if_dead(n); /* and the two linears, which only it read */
     return TJ_OK;

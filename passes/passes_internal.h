@@ -121,6 +121,16 @@ tj_status tjp_for_subgraphs(tj_graph *g, tj_pass_fn pass);
  * NULL with an error; the graph is unchanged when the shape rule refuses. */
 tj_value *tjp_emit_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
                           const tj_attr *attrs);
+/* The same for an op of n_outs results (at most 4), written to outs; the
+ * count, or -1 with an error. */
+int tjp_emit_n_before(tj_node *pos, int op_id, tj_value *const *inputs, int n_inputs,
+                      const tj_attr *attrs, tj_value **outs, int n_outs);
+/* now replaces old wherever old is read, and takes old's name. */
+tj_status tjp_replace_value(tj_value *old, tj_value *now);
+/* Destroys n, whose results nobody reads, and the prim::None nodes that fed
+ * it and feed nothing else now: for ops that dce keeps because their schema
+ * marks an argument written (an eval-mode batch_norm's running statistics). */
+tj_status tjp_destroy_with_nones(tj_node *n);
 /* Whether v is the output of a prim::None (an absent optional tensor). */
 bool tjp_is_none(const tj_value *v);
 

@@ -22,6 +22,7 @@ static const struct {
     {"canonicalize", tj_pass_canonicalize},
     {"merge_linears", tj_pass_merge_linears},
     {"fold_batch_norm", tj_pass_fold_batch_norm},
+    {"split_batch_norm", tj_pass_split_batch_norm},
     {"fuse", tj_pass_fuse}, /* fuser/fuse.c */
 };
 enum { N_PASSES = sizeof registry / sizeof registry[0] };
@@ -42,8 +43,8 @@ tj_pass_fn tj_find_pass(const char *name) {
 }
 
 const char *tj_default_pipeline(void) {
-    return "functionalize,dce,constant_fold,peephole,merge_linears,fold_batch_norm,cse,dce,canonicalize,"
-           "fuse,canonicalize";
+    return "functionalize,dce,constant_fold,peephole,merge_linears,fold_batch_norm,split_batch_norm,cse,"
+           "dce,canonicalize,fuse,canonicalize";
 }
 
 /* ---- names in a comma-separated list ------------------------------------------------------ */

@@ -59,15 +59,32 @@ static int count_groups(const tj_graph *g) {
     return n;
 }
 
+/* Whether group x reads batch_norm coefficients of split_batch_norm (CPU
+ * only), directly or through their reshape. */
+static bool reads_split_batch_norm(tj_node *x) {
+    for (int i = 0; i < tj_node_num_inputs(x); i++) {
+        tj_node *d = tj_value_node(tj_node_input(x, i));
+        if (tj_node_kind_of(d) == TJ_NODE_OP && !strcmp(tj_node_name(d), "aten::reshape"))
+            d = tj_value_node(tj_node_input(d, 0));
+        if (tj_node_kind_of(d) == TJ_NODE_OP && !strcmp(tj_node_name(d), "tjit::batch_norm_stats"))
+            return true;
+    }
+    return false;
+}
+
 /* The groups g would have on a CUDA device: epilogue groups (a matrix
  * product with its pointwise users, CPU only) are there a group of their
- * epilogue when it holds more than one node, else no group. */
+ * epilogue when it holds more than one node, else no group; so are the
+ * groups of a split batch_norm's multiply-add (CPU only: on the GPU the
+ * batch_norm stays one op) and its users. */
 static int count_groups_off_cpu(const tj_graph *g) {
     int n = 0;
     for (tj_node *x = tj_block_first(tj_graph_block((tj_graph *)g)); x; x = tj_node_next(x)) {
         if (tj_node_kind_of(x) != TJ_NODE_FUSION_GROUP) continue;
         const tj_graph *sub = tj_node_subgraph(x);
-        n += !tjf_anchor_node(sub) || tj_block_num_nodes(tj_graph_block((tj_graph *)sub)) > 2;
+        int nodes = tj_block_num_nodes(tj_graph_block((tj_graph *)sub));
+        if (reads_split_batch_norm(x)) n += nodes > 3; /* beside the multiply-add */
+        else n += !tjf_anchor_node(sub) || nodes > 2;
     }
     return n;
 }

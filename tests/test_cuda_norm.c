@@ -183,7 +183,8 @@ static const shape bn_shapes[] = {
 
 /* Every combination of training, affine, running stats (absent, strided, in
  * the other float dtype) over the shapes, for native_batch_norm and
- * batch_norm; the running stats are compared after the call. */
+ * batch_norm, and tjit::batch_norm_stats in training; the running stats are
+ * compared after the call. */
 static void batch_norm_forward(void **state) {
     (void)state;
     const char *names[2] = {"aten::native_batch_norm", "aten::batch_norm"};
@@ -210,6 +211,12 @@ static void batch_norm_forward(void **state) {
                     tt_context("%s %s sizes #%d variant %d layout %d", names[k],
                                tj_dtype_name(dt), s, v, l);
                     tt_cuda_check_op(names[k], in, 5, a, 3, rtol_of(dt), atol_of(dt));
+                }
+                if (training) { /* the statistics alone: momentum, eps */
+                    tt_context("tjit::batch_norm_stats %s sizes #%d variant %d layout %d",
+                               tj_dtype_name(dt), s, v, l);
+                    tt_cuda_check_op("tjit::batch_norm_stats", in, 5, a + 1, 2, rtol_of(dt),
+                                     atol_of(dt));
                 }
             }
     }

@@ -25,6 +25,9 @@ static void ops_exist(void **state) {
         assert_true(s->args[3].mutated && s->args[4].mutated && !s->args[0].mutated);
         assert_int_equal(s->args[3].type, TJ_ARG_TENSOR_OPT);
     }
+    const tj_schema *s = tj_op_schema(tj_op_find("tjit::batch_norm_stats"));
+    assert_true(s->mutates_inputs && !s->mutates_self);
+    assert_true(s->args[3].mutated && s->args[4].mutated && !s->args[0].mutated);
 }
 
 static double rtol_of(tj_dtype dt) { return dt == TJ_F32 ? 1e-4 : 1e-10; }
@@ -121,6 +124,7 @@ static void batch_norm_matches_reference(void **state) {
         tj_tensor *rm = cs->stats ? input(&C, 1, cs->dt, false, -1, 1) : NULL;
         tj_tensor *rv = cs->stats ? input(&C, 1, cs->dt, false, 0.5, 2) : NULL;
         tj_tensor *rm2 = rm ? OWN(tj_clone(rm)) : NULL, *rv2 = rv ? OWN(tj_clone(rv)) : NULL;
+        tj_tensor *rm3 = rm ? OWN(tj_clone(rm)) : NULL, *rv3 = rv ? OWN(tj_clone(rv)) : NULL;
         tt_ref rx = tt_ref_of(x), ry = tt_ref_new(cs->sizes, cs->nd);
         double *wv = values(w, C, 1), *bv = values(b, C, 0);
         double *rmv = values(rm, C, 0), *rvv = values(rv, C, 1), mean[16], invstd[16];
@@ -148,6 +152,30 @@ static void batch_norm_matches_reference(void **state) {
         tj_tensor *y2 = OWN(tj_batch_norm(x, w, b, rm2, rv2, cs->training, 0.1, EPS));
         tt_assert_close_ref(y2, &ry, rt, rt);
         if (rm2) assert_vec(rm2, rmv, C, rt);
+        if (cs->training) { /* the statistics alone: the same values, the same update */
+            tj_tensor *st[4];
+            int ns = tj_batch_norm_stats(x, w, b, rm3, rv3, 0.1, EPS, st, 4);
+            tt_nn_own_outputs(st, ns, 4);
+            for (int k = 0; k < 4; k++) tt_assert_sizes(st[k], &C, 1);
+            assert_vec(st[0], mean, C, rt);
+            assert_vec(st[1], invstd, C, rt);
+            double scale[16], shift[16];
+            for (int64_t ch = 0; ch < C; ch++) {
+                scale[ch] = wv[ch] * invstd[ch];
+                shift[ch] = bv[ch] - mean[ch] * scale[ch];
+            }
+            assert_vec(st[2], scale, C, rt);
+            assert_vec(st[3], shift, C, rt);
+            if (rm3) assert_vec(rm3, rmv, C, rt), assert_vec(rv3, rvv, C, rt);
+            /* x * scale + shift per channel: batch_norm's bits */
+            int64_t col[TJ_MAX_DIMS] = {C};
+            for (int d = 1; d < cs->nd - 1; d++) col[d] = 1;
+            tj_tensor *y3 = OWN(tj_add(OWN(tj_mul(x, OWN(tj_reshape(st[2], col, cs->nd - 1)))),
+                                       OWN(tj_reshape(st[3], col, cs->nd - 1)), 1.0));
+            assert_non_null(y3);
+            assert_memory_equal(tj_data(y3), tj_data(out[0]),
+                                (size_t)tj_numel(y3) * (cs->dt == TJ_F32 ? 4 : 8));
+        }
         tt_ref_free(&rx), tt_ref_free(&ry);
         free(wv), free(bv), free(rmv), free(rvv);
     }
@@ -457,6 +485,17 @@ static void mismatches_are_clear_errors(void **state) {
     assert_int_equal(tj_native_batch_norm_backward(x, x, NULL, NULL, NULL, NULL, NULL, true, EPS,
                                                    out, 3), -1);
     tt_assert_error("save_mean and save_invstd are required when train is true");
+    tj_clear_error();
+    tj_tensor *four_out[4];
+    assert_int_equal(tj_batch_norm_stats(x, NULL, NULL, w4, w4, 0.1, EPS, four_out, 4), -1);
+    tt_assert_error("tjit::batch_norm_stats: argument 'running_mean' must have sizes [3] (one "
+                    "per channel), got [4]");
+    tj_clear_error();
+    assert_int_equal(tj_batch_norm_stats(x, NULL, NULL, w3, NULL, 0.1, EPS, four_out, 4), -1);
+    tt_assert_error("running_mean and running_var must be given together");
+    tj_clear_error();
+    assert_int_equal(tj_batch_norm_stats(xi, NULL, NULL, NULL, NULL, 0.1, EPS, four_out, 4), -1);
+    tt_assert_error("tjit::batch_norm_stats: argument 'input' must be a floating tensor");
     tj_clear_error();
     tt_nn_free_all();
 }

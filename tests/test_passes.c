@@ -278,6 +278,7 @@ static void test_golden_canonicalize(void **state) { (void)state; golden("canoni
 static void test_golden_pipeline(void **state) { (void)state; golden("pipeline", 1); }
 static void test_golden_merge_linears(void **state) { (void)state; golden("merge_linears", 2); }
 static void test_golden_fold_batch_norm(void **state) { (void)state; golden("fold_batch_norm", 2); }
+static void test_golden_split_batch_norm(void **state) { (void)state; golden("split_batch_norm", 2); }
 
 /* ---- the IR corpus ------------------------------------------------------------------------
  * Every graph of tests/ir/ that verifies goes through each pass: the result
@@ -344,8 +345,9 @@ static const char *small_graph =
 static void test_registry(void **state) {
     (void)state;
     const char *expected[] = {"functionalize", "dce", "cse", "constant_fold", "peephole",
-                              "canonicalize", "merge_linears", "fold_batch_norm", "fuse"};
-    assert_int_equal(tj_num_passes(), 9);
+                              "canonicalize", "merge_linears", "fold_batch_norm",
+                              "split_batch_norm", "fuse"};
+    assert_int_equal(tj_num_passes(), 10);
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         assert_non_null(tj_find_pass(expected[i]));
         bool listed = false;
@@ -376,7 +378,7 @@ static void test_unknown_pass(void **state) {
     assert_int_equal(tj_run_passes(g, "dce,bogus"), TJ_ERR_ARG);
     tt_assert_error("unknown pass 'bogus'");
     tt_assert_error("known passes: functionalize, dce, cse, constant_fold, peephole, canonicalize, "
-                    "merge_linears, fold_batch_norm, fuse");
+                    "merge_linears, fold_batch_norm, split_batch_norm, fuse");
     char *after = canonical(g);
     assert_text(after, before, "after a refused pipeline");
     free(after);
@@ -529,6 +531,7 @@ int main(void) {
         T(test_golden_functionalize), T(test_golden_dce), T(test_golden_cse), T(test_golden_constant_fold),
         T(test_golden_peephole), T(test_golden_canonicalize), T(test_golden_pipeline),
         T(test_golden_merge_linears), T(test_golden_fold_batch_norm),
+        T(test_golden_split_batch_norm),
         T(test_ir_corpus),       T(test_registry),        T(test_unknown_pass),        T(test_malformed_graph),
         T(test_dump),            T(test_dump_pass_times), T(test_fold_size_limit),
     };

@@ -517,7 +517,7 @@ static const api_entry table[] = {
      tt_api_text},
     {"tj_run_passes tj_default_pipeline tj_find_pass tj_num_passes tj_pass_name tj_pass_functionalize tj_pass_dce "
      "tj_pass_cse tj_pass_constant_fold tj_pass_peephole tj_pass_canonicalize tj_pass_fuse "
-     "tj_pass_merge_linears tj_pass_fold_batch_norm "
+     "tj_pass_merge_linears tj_pass_fold_batch_norm tj_pass_split_batch_norm "
      "tj_fusion_report tj_autodiff tj_gradient_free tj_grad_graph", tt_api_passes},
     {"tj_ddp_wrap tj_ddp_set_no_sync tj_ddp_get_stats tj_ddp_free", c_ddp},
     {"tj_program_profile tj_profile_reset tj_profile_report tj_profile_write_trace", c_profile},

@@ -9,6 +9,9 @@
  *  - a graph rewritten before autodiff differentiates to the same gradients
  *    (the chain rule through the rewritten ops);
  *  - addmm accumulates in place only where the plan may let it;
+ *  - split_batch_norm on the same convolution with a training-mode
+ *    batch_norm: its multiply-add joins the relu's group, the outputs, the
+ *    gradients and the running statistics' update equal the unsplit graph's;
  *  - a CUDA graph is left as it is.
  * The golden cases under tests/passes/{merge_linears,fold_batch_norm}/ show
  * each condition under which the passes keep off. */
@@ -26,7 +29,7 @@ typedef struct model {
     const char *names[MAX_PARAMS];
     int n_params;
     /* the conv model's variant */
-    bool conv1d, conv_bias, affine;
+    bool conv1d, conv_bias, affine, training;
 } model;
 
 static const char *backends[] = {"portable", "llvm"};
@@ -97,7 +100,7 @@ static void lstm_make(model *m, tj_generator *gen, tj_dtype dt, tj_tensor **in) 
     in[2] = tt_random(gen, hs, 2, dt, -1, 1);
 }
 
-/* x -> relu(batch_norm(conv(x, w, b), gamma, beta, mean, var, training=False)) */
+/* x -> relu(batch_norm(conv(x, w, b), gamma, beta, mean, var, training)) */
 static tj_status conv_bn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **out, int n_out) {
     (void)n_in;
     (void)n_out;
@@ -108,7 +111,7 @@ static tj_status conv_bn(void *ctx, tj_tensor *const *in, int n_in, tj_tensor **
     tj_tensor *y = m->conv1d ? tj_conv1d(in[0], m->p[0], bias, &one, 1, &pad, 1, &one, 1, 1)
                              : tj_conv2d(in[0], m->p[0], bias, &one, 1, &pad, 1, &one, 1, 1);
     tj_tensor *gamma = m->affine ? m->p[2] : NULL, *beta = m->affine ? m->p[3] : NULL;
-    tj_tensor *z = tj_batch_norm(y, gamma, beta, m->p[4], m->p[5], false, 0.1, 1e-3);
+    tj_tensor *z = tj_batch_norm(y, gamma, beta, m->p[4], m->p[5], m->training, 0.1, 1e-3);
     out[0] = tj_keep(tj_relu(z));
     tj_scope_end();
     return out[0] ? TJ_OK : tj_last_status();
@@ -374,6 +377,69 @@ static void test_conv_bn_folded_before_autodiff(void **state) {
     }
 }
 
+/* ---- split_batch_norm ------------------------------------------------------------------------ */
+
+static int count_groups_holding(const tj_graph *g, const char *op) {
+    int k = 0;
+    for (tj_node *n = tj_block_first(tj_graph_block((tj_graph *)g)); n; n = tj_node_next(n))
+        if (tj_node_kind_of(n) == TJ_NODE_FUSION_GROUP)
+            k += count_ops(tj_node_subgraph(n), op) > 0;
+    return k;
+}
+
+/* Runs p once on fresh copies of the running statistics (m's last two
+ * parameters) and leaves their updated values in mean and var. */
+static void running_stats_after(tj_program *p, tj_tensor **in, model *m, const tj_tensor *mean0,
+                                const tj_tensor *var0, tj_tensor **mean, tj_tensor **var) {
+    size_t bytes = (size_t)tj_numel(m->p[4]) * (tj_tensor_dtype(m->p[4]) == TJ_F32 ? 4 : 8);
+    memcpy(tj_data(m->p[4]), tj_data((tj_tensor *)mean0), bytes);
+    memcpy(tj_data(m->p[5]), tj_data((tj_tensor *)var0), bytes);
+    tj_tensor *out[1];
+    assert_int_equal(tj_run(p, in, out), TJ_OK);
+    *mean = tj_clone(m->p[4]);
+    *var = tj_clone(m->p[5]);
+}
+
+static void test_conv_bn_split(void **state) {
+    (void)state;
+    char without[512];
+    pipeline_without("split_batch_norm", without, sizeof without);
+    for (int variant = 0; variant < 3; variant++)
+        for (int d = 0; d < 2; d++)
+            for (int be = 0; be < n_backends(); be++)
+                for (int grads = 0; grads < 2; grads++) {
+                    bool conv1d = variant == 2, affine = variant != 1;
+                    print_message("conv+bn (training): %s%s, %s, %s, %s\n", conv1d ? "conv1d" : "conv2d",
+                                  affine ? "" : ", no gamma/beta", tj_dtype_name(dtypes[d]),
+                                  backends[be], grads ? "forward and backward" : "forward");
+                    tj_generator *gen = tj_generator_new(41 + (uint64_t)variant);
+                    model m;
+                    tj_tensor *in[1];
+                    conv_make(&m, gen, dtypes[d], in, conv1d, true, affine);
+                    m.training = true;
+                    tj_graph *g = tj_trace(conv_bn, &m, in, 1, 1, NULL);
+                    assert_non_null(g);
+                    tj_program *p = compile(g, NULL, backends[be], grads, 1);
+                    tj_program *q = compile(g, without, backends[be], grads, 1);
+                    const tj_graph *pg = tj_program_graph(p);
+                    assert_int_equal(count_ops(pg, "aten::batch_norm") + count_ops(pg, "aten::native_batch_norm"), 0);
+                    assert_int_equal(count_ops(pg, "tjit::batch_norm_stats"), 1);
+                    assert_int_equal(count_ops(pg, "aten::relu"), 0); /* in a group with the multiply-add */
+                    assert_int_equal(count_groups_holding(pg, "aten::relu"), 1);
+                    assert_int_equal(count_ops(tj_program_graph(q), "tjit::batch_norm_stats"), 0);
+                    tj_tensor *mean0 = tj_clone(m.p[4]), *var0 = tj_clone(m.p[5]), *mp, *vp, *mq, *vq;
+                    running_stats_after(p, in, &m, mean0, var0, &mp, &vp);
+                    running_stats_after(q, in, &m, mean0, var0, &mq, &vq);
+                    assert_close(mp, mq, dtypes[d], "the running mean");
+                    assert_close(vp, vq, dtypes[d], "the running variance");
+                    compare_programs(p, q, in, 1, 1, &m, 4, grads, dtypes[d]);
+                    tj_program_free(p);
+                    tj_program_free(q);
+                    tj_graph_free(g);
+                    tj_generator_free(gen);
+                }
+}
+
 /* ---- CUDA graphs are left as they are ------------------------------------------------------ */
 
 static const char *cuda_graph_text =
@@ -392,14 +458,17 @@ static const char *cuda_graph_text =
     "padding=[0], dilation=[1], groups=1](%img, %cw, %none)\n"
     "  %z : Float(1, 8, 3, 3, strides=[72, 9, 3, 1], device=cuda:0) = aten::batch_norm[training=False, "
     "momentum=0.1, eps=1e-05](%y, %v, %v, %v, %v)\n"
-    "  return (%s, %z)\n";
+    "  %t : Float(1, 8, 3, 3, strides=[72, 9, 3, 1], device=cuda:0) = aten::batch_norm[training=True, "
+    "momentum=0.1, eps=1e-05](%y, %v, %v, %v, %v)\n"
+    "  %u : Float(1, 8, 3, 3, strides=[72, 9, 3, 1], device=cuda:0) = aten::relu(%t)\n"
+    "  return (%s, %z, %u)\n";
 
 static void test_cuda_graphs_kept(void **state) {
     (void)state;
     tj_graph *g = tj_graph_parse(cuda_graph_text, NULL);
     if (!g) fail_msg("the CUDA graph does not parse: %s", tj_last_error());
     char *before = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
-    assert_int_equal(tj_run_passes(g, "merge_linears,fold_batch_norm"), TJ_OK);
+    assert_int_equal(tj_run_passes(g, "merge_linears,fold_batch_norm,split_batch_norm"), TJ_OK);
     char *after = tj_graph_to_string(g, TJ_PRINT_CANONICAL);
     assert_string_equal(after, before);
     free(before);
@@ -414,6 +483,7 @@ int main(void) {
         TT_SCOPED_TEST(test_addmm_in_place),
         TT_SCOPED_TEST(test_conv_bn_folded),
         TT_SCOPED_TEST(test_conv_bn_folded_before_autodiff),
+        TT_SCOPED_TEST(test_conv_bn_split),
         TT_SCOPED_TEST(test_cuda_graphs_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,6 +64,7 @@ tjcpu_isa_level tjcpu_isa_set(tjcpu_isa_level isa) {
     X(tjcpu_softmax) X(tjcpu_log_softmax) X(tjcpu_softmax_backward_data)                    \
     X(tjcpu_log_softmax_backward_data)                                                      \
     X(tjcpu_native_batch_norm) X(tjcpu_batch_norm) X(tjcpu_native_batch_norm_backward)     \
+    X(tjcpu_batch_norm_stats)                                                               \
     X(tjcpu_native_layer_norm) X(tjcpu_layer_norm) X(tjcpu_native_layer_norm_backward)     \
     X(tjcpu_native_group_norm) X(tjcpu_group_norm) X(tjcpu_native_group_norm_backward)     \
     X(tjcpu_sum) X(tjcpu_mean) X(tjcpu_prod) X(tjcpu_amax) X(tjcpu_amin) X(tjcpu_argmax)    \

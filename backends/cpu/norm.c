@@ -59,9 +59,42 @@ static bn_args bn_args_of(const tjc_call *c) {
                      c->attr[0].b, c->attr[1].f, c->attr[2].f};
 }
 
-/* out = batch_norm(input); save_mean, save_invstd may be NULL. */
+/* Training mode's statistics of contiguous x [N, C, S]: mean and invstd [C],
+ * and the running statistics' update when a gives them; s1, s2 and ra are
+ * scratch of N*C each. */
+static void bn_batch_stats(const bn_args *a, const tj_tensor *x, double *mean, double *invstd,
+                           double *s1, double *s2, double *ra) {
+    int64_t N = x->sizes[0], C = x->sizes[1], S = hxw_of(x), rows = N * C;
+    double cnt = (double)(N * S);
+    BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, NULL, s1, NULL);
+    for (int64_t ch = 0; ch < C; ch++) {
+        double s = 0;
+        for (int64_t n = 0; n < N; n++) s += s1[n * C + ch];
+        mean[ch] = s / cnt; /* PyTorch's batch statistics keep an infinite mean */
+    }
+    for (int64_t r = 0; r < rows; r++) ra[r] = mean[r % C];
+    BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, ra, NULL, s2); /* the sums are known */
+    for (int64_t ch = 0; ch < C; ch++) {
+        double q = 0;
+        for (int64_t n = 0; n < N; n++) q += s2[n * C + ch];
+        double var = q / cnt;
+        invstd[ch] = tjnn_norm_rstd(var, a->eps);
+        if (a->running_mean) { /* PyTorch's update: the variance unbiased */
+            const tj_tensor *rm = a->running_mean, *rv = a->running_var;
+            double m0 = tjnn_ld(tjc_data_ptr(rm), rm->dtype, ch * rm->strides[0]);
+            double v0 = tjnn_ld(tjc_data_ptr(rv), rv->dtype, ch * rv->strides[0]);
+            store_strided(a->running_mean, ch, (1 - a->momentum) * m0 + a->momentum * mean[ch]);
+            store_strided(a->running_var, ch,
+                          (1 - a->momentum) * v0 + a->momentum * var * cnt / (cnt - 1));
+        }
+    }
+}
+
+/* out = batch_norm(input), computed as input * scale + shift per channel;
+ * out, save_mean, save_invstd, scale and shift may be NULL. */
 static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
-                            tj_tensor *save_mean, tj_tensor *save_invstd) {
+                            tj_tensor *save_mean, tj_tensor *save_invstd, tj_tensor *scale,
+                            tj_tensor *shift) {
     tj_tensor *x = tjnn_contig(a->input);
     if (!x) return tj_last_status();
     int64_t N = x->sizes[0], C = x->sizes[1], S = hxw_of(x), rows = N * C;
@@ -74,29 +107,7 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
     double *mean = buf, *invstd = mean + C, *s1 = invstd + C, *s2 = s1 + rows;
     double *ra = s2 + rows, *rd = ra + rows;
     if (a->training) {
-        double cnt = (double)(N * S);
-        BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, NULL, s1, NULL);
-        for (int64_t ch = 0; ch < C; ch++) {
-            double s = 0;
-            for (int64_t n = 0; n < N; n++) s += s1[n * C + ch];
-            mean[ch] = s / cnt; /* PyTorch's batch statistics keep an infinite mean */
-        }
-        for (int64_t r = 0; r < rows; r++) ra[r] = mean[r % C];
-        BY_DTYPE(x->dtype, row_moments, dp(x), rows, S, ra, NULL, s2); /* the sums are known */
-        for (int64_t ch = 0; ch < C; ch++) {
-            double q = 0;
-            for (int64_t n = 0; n < N; n++) q += s2[n * C + ch];
-            double var = q / cnt;
-            invstd[ch] = tjnn_norm_rstd(var, a->eps);
-            if (a->running_mean) { /* PyTorch's update: the variance unbiased */
-                const tj_tensor *rm = a->running_mean, *rv = a->running_var;
-                double m0 = tjnn_ld(tjc_data_ptr(rm), rm->dtype, ch * rm->strides[0]);
-                double v0 = tjnn_ld(tjc_data_ptr(rv), rv->dtype, ch * rv->strides[0]);
-                store_strided(a->running_mean, ch, (1 - a->momentum) * m0 + a->momentum * mean[ch]);
-                store_strided(a->running_var, ch,
-                              (1 - a->momentum) * v0 + a->momentum * var * cnt / (cnt - 1));
-            }
-        }
+        bn_batch_stats(a, x, mean, invstd, s1, s2, ra);
     } else {
         const tj_tensor *rm = a->running_mean, *rv = a->running_var;
         for (int64_t ch = 0; ch < C; ch++) {
@@ -110,21 +121,30 @@ static tj_status bn_forward(const char *op, const bn_args *a, tj_tensor *out,
         ra[r] = w[ch] * invstd[ch];
         rd[r] = b[ch] - mean[ch] * ra[r];
     }
-    BY_DTYPE(x->dtype, rows_affine, dp(x), dp(out), rows, S, ra, rd);
+    if (out) BY_DTYPE(x->dtype, rows_affine, dp(x), dp(out), rows, S, ra, rd);
     store(save_mean, mean, C);
     store(save_invstd, invstd, C);
+    if (rows >= C) store(scale, ra, C), store(shift, rd, C); /* rows [0, C) are channels 0..C-1 */
     tjc_free(buf), tjc_free(w), tjc_free(b), tj_release(x);
     return TJ_OK;
 }
 
+/* in: input, weight, bias, running_mean, running_var; attrs: momentum, eps.
+ * scale and shift in the input's dtype, rounded as rows_affine rounds them,
+ * so that input * scale + shift gives batch_norm's bits. */
+tj_status TJCPU_ISA_NAME(tjcpu_batch_norm_stats)(const tjc_call *c) {
+    bn_args a = {c->in[0], c->in[1], c->in[2], c->in[3], c->in[4], true, c->attr[0].f, c->attr[1].f};
+    return bn_forward(c->op->name, &a, NULL, c->out[0], c->out[1], c->out[2], c->out[3]);
+}
+
 tj_status TJCPU_ISA_NAME(tjcpu_native_batch_norm)(const tjc_call *c) {
     bn_args a = bn_args_of(c);
-    return bn_forward(c->op->name, &a, c->out[0], c->out[1], c->out[2]);
+    return bn_forward(c->op->name, &a, c->out[0], c->out[1], c->out[2], NULL, NULL);
 }
 
 tj_status TJCPU_ISA_NAME(tjcpu_batch_norm)(const tjc_call *c) {
     bn_args a = bn_args_of(c);
-    return bn_forward(c->op->name, &a, c->out[0], NULL, NULL);
+    return bn_forward(c->op->name, &a, c->out[0], NULL, NULL, NULL, NULL);
 }
 
 /* in: grad_out, input, weight, running_mean, running_var, save_mean,

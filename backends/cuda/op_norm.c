@@ -1,6 +1,7 @@
 /* op_norm.c — CUDA kernels of batch, layer and group normalisation
  * forward (native_batch_norm, batch_norm, native_layer_norm, layer_norm,
- * native_group_norm, group_norm), the helpers the norm kernels share
+ * native_group_norm, group_norm, and tjit::batch_norm_stats: batch_norm's
+ * statistics without the normalisation), the helpers the norm kernels share
  * (op_norm.h), and tjcu_register_norm for softmax and the norms.
  *
  * Each op: its statistics as a reduction on the engine (reduce_plan.h) into
@@ -67,14 +68,22 @@ tj_status tjcu_norm_reduce_matrix(const tjc_call *c, const char *base, tj_dtype 
     return tjcu_reduce_run(c->op->name, c->device, "norm", kernel, &g, a);
 }
 
-/* ---- batch norm ------------------------------------------------------------------------------
- * in: input, weight, bias, running_mean, running_var; attrs: training, momentum, eps */
+/* ---- batch norm ------------------------------------------------------------------------------ */
 
-static tj_status bn_forward(const tjc_call *c, tj_tensor *save_mean, tj_tensor *save_invstd) {
-    tj_tensor *x = c->in[0];
+typedef struct bn_args {
+    tj_tensor *x, *w, *b, *rm, *rv, *out; /* out NULL: the statistics alone */
+    int training;
+    double momentum, eps;
+} bn_args;
+
+/* out (when not NULL) = x * a + d per channel; save_mean, save_invstd, scale and
+ * shift (the coefficients a and d) written when not NULL. */
+static tj_status bn_forward(const tjc_call *c, const bn_args *ba, tj_tensor *save_mean,
+                            tj_tensor *save_invstd, tj_tensor *scale, tj_tensor *shift) {
+    tj_tensor *x = ba->x;
     int64_t N = x->sizes[0], C = x->sizes[1], S = tjcu_norm_hxw(x);
-    int training = c->attr[0].b;
-    double momentum = c->attr[1].f, eps = c->attr[2].f, cnt = (double)(N * S);
+    int training = ba->training;
+    double momentum = ba->momentum, eps = ba->eps, cnt = (double)(N * S);
     double *buf = tjcu_norm_scratch(c, 4 * C);
     if (!buf) return tj_last_status();
     double *mean = buf, *m2 = mean + C, *a = m2 + C, *d = a + C;
@@ -92,10 +101,10 @@ static tj_status bn_forward(const tjc_call *c, tj_tensor *save_mean, tj_tensor *
         st = tjcu_reduce_run(c->op->name, c->device, "norm", kernel, &g, &ra);
     }
     if (!st && C > 0) {
-        tjcu_tensor_arg w = tjcu_norm_arg(c->in[1]), b = tjcu_norm_arg(c->in[2]);
-        tjcu_tensor_arg rm = tjcu_norm_arg(c->in[3]), rv = tjcu_norm_arg(c->in[4]);
-        int wdt = c->in[1] ? (int)c->in[1]->dtype : 0, bdt = c->in[2] ? (int)c->in[2]->dtype : 0;
-        int rmdt = c->in[3] ? (int)c->in[3]->dtype : 0, rvdt = c->in[4] ? (int)c->in[4]->dtype : 0;
+        tjcu_tensor_arg w = tjcu_norm_arg(ba->w), b = tjcu_norm_arg(ba->b);
+        tjcu_tensor_arg rm = tjcu_norm_arg(ba->rm), rv = tjcu_norm_arg(ba->rv);
+        int wdt = ba->w ? (int)ba->w->dtype : 0, bdt = ba->b ? (int)ba->b->dtype : 0;
+        int rmdt = ba->rm ? (int)ba->rm->dtype : 0, rvdt = ba->rv ? (int)ba->rv->dtype : 0;
         /* eval mode's save_mean and save_invstd are empty */
         bool saved = save_mean && tjc_numel(save_mean->sizes, save_mean->ndim) == C;
         void *sm = saved ? tjc_data_ptr(save_mean) : NULL;
@@ -106,10 +115,19 @@ static tj_status bn_forward(const tjc_call *c, tj_tensor *save_mean, tj_tensor *
         snprintf(kernel, sizeof kernel, "bn_coef_%s", tjcu_norm_sfx(x->dtype));
         st = tjcu_norm_elements(c, kernel, C, args);
     }
-    if (!st) {
+    for (int k = 0; k < 2 && !st && C > 0; k++) { /* scale and shift, rounded as the affine rounds */
+        tj_tensor *t = k ? shift : scale;
+        if (!t) continue;
+        tjcu_tensor_arg ta = tjcu_arg(t);
+        int tdt = (int)t->dtype;
+        double *v = k ? d : a;
+        void *args[] = {&v, &C, &ta, &tdt};
+        st = tjcu_norm_elements(c, "norm_from_double", C, args);
+    }
+    if (!st && ba->out) {
         int64_t n = tjc_numel(x->sizes, x->ndim), P = C;
         tjcu_tensor_arg xa = tjcu_arg(x);
-        void *y = tjc_data_ptr(c->out[0]), *args[] = {&xa, &y, &n, &S, &P, &a, &d};
+        void *y = tjc_data_ptr(ba->out), *args[] = {&xa, &y, &n, &S, &P, &a, &d};
         char kernel[32];
         snprintf(kernel, sizeof kernel, "norm_affine_%s", tjcu_norm_sfx(x->dtype));
         if (S > 0) st = tjcu_norm_elements(c, kernel, n, args);
@@ -118,11 +136,28 @@ static tj_status bn_forward(const tjc_call *c, tj_tensor *save_mean, tj_tensor *
     return st;
 }
 
-static tj_status cuda_native_batch_norm(const tjc_call *c) {
-    return bn_forward(c, c->out[1], c->out[2]);
+/* in: input, weight, bias, running_mean, running_var; attrs: training, momentum, eps */
+static bn_args bn_args_of(const tjc_call *c) {
+    return (bn_args){c->in[0], c->in[1], c->in[2], c->in[3], c->in[4], c->out[0],
+                     c->attr[0].b, c->attr[1].f, c->attr[2].f};
 }
 
-static tj_status cuda_batch_norm(const tjc_call *c) { return bn_forward(c, NULL, NULL); }
+static tj_status cuda_native_batch_norm(const tjc_call *c) {
+    bn_args a = bn_args_of(c);
+    return bn_forward(c, &a, c->out[1], c->out[2], NULL, NULL);
+}
+
+static tj_status cuda_batch_norm(const tjc_call *c) {
+    bn_args a = bn_args_of(c);
+    return bn_forward(c, &a, NULL, NULL, NULL, NULL);
+}
+
+/* in: input, weight, bias, running_mean, running_var; attrs: momentum, eps */
+static tj_status cuda_batch_norm_stats(const tjc_call *c) {
+    bn_args a = {c->in[0], c->in[1], c->in[2], c->in[3], c->in[4], NULL, 1, c->attr[0].f,
+                 c->attr[1].f};
+    return bn_forward(c, &a, c->out[0], c->out[1], c->out[2], c->out[3]);
+}
 
 /* ---- layer norm ------------------------------------------------------------------------------
  * in: input, weight, bias; attrs: normalized_shape, eps. The input is seen
@@ -241,6 +276,7 @@ void tjcu_register_norm(tjc_kernel_fn *kernels) {
     kernels[TJ_OP_softmax_backward_data] = tjcu_softmax_backward_data;
     kernels[TJ_OP_log_softmax_backward_data] = tjcu_log_softmax_backward_data;
     kernels[TJ_OP_native_batch_norm] = cuda_native_batch_norm;
+    kernels[TJ_OP_batch_norm_stats] = cuda_batch_norm_stats;
     kernels[TJ_OP_batch_norm] = cuda_batch_norm;
     kernels[TJ_OP_native_batch_norm_backward] = tjcu_native_batch_norm_backward;
     kernels[TJ_OP_native_layer_norm] = cuda_native_layer_norm;

@@ -39,6 +39,7 @@ tj_status tj_pass_peephole(tj_graph *g);      /* local rewrites: x*1, x+0, t(t(x
 tj_status tj_pass_canonicalize(tj_graph *g);  /* a deterministic order of independent nodes */
 tj_status tj_pass_merge_linears(tj_graph *g); /* add(linear, linear) -> addmm accumulating into a linear */
 tj_status tj_pass_fold_batch_norm(tj_graph *g); /* eval-mode batch_norm of a conv into its weights */
+tj_status tj_pass_split_batch_norm(tj_graph *g); /* training batch_norm: statistics, then pointwise */
 tj_status tj_pass_fuse(tj_graph *g);          /* pointwise chains (with chunk) into prim::FusionGroup */
 
 /* Why fusion stopped where it did, for g as tj_pass_fuse left it: every node

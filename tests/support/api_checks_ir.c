@@ -268,6 +268,7 @@ void tt_api_passes(void) {
     FAILS_STATUS(tj_pass_fuse(NULL));
     FAILS_STATUS(tj_pass_merge_linears(NULL));
     FAILS_STATUS(tj_pass_fold_batch_norm(NULL));
+    FAILS_STATUS(tj_pass_split_batch_norm(NULL));
     FAILS_NULL(tj_fusion_report(NULL));
     FAILS_STATUS(tj_autodiff(NULL, wrt, &gr));
     FAILS_STATUS(tj_autodiff(G, NULL, &gr));

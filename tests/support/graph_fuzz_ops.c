@@ -526,7 +526,8 @@ static void norm_family(gf *f, const tj_op_info *op) {
     switch (op->id) {
     case TJ_OP_native_batch_norm:
     case TJ_OP_batch_norm:
-    case TJ_OP_native_batch_norm_backward: {
+    case TJ_OP_native_batch_norm_backward:
+    case TJ_OP_batch_norm_stats: {
         tj_tensor *w = coin(f, 2) ? param(f, &c, 1) : NULL, *b = coin(f, 2) ? param(f, &c, 1) : NULL;
         /* running statistics are updated in place: fresh copies at every call */
         bool stats = !train || coin(f, 2);
@@ -536,6 +537,13 @@ static void norm_family(gf *f, const tj_op_info *op) {
             r = tj_batch_norm(x, w, b, rm, rv, train, momentum, eps);
             push(f, r);
             if (r && rm && !f->m->smooth) push(f, rm);
+            return;
+        }
+        if (op->id == TJ_OP_batch_norm_stats) {
+            tj_tensor *four[4];
+            if (tj_batch_norm_stats(x, w, b, rm, rv, momentum, eps, four, 4) != 4) return;
+            push_all(f, four, 4);
+            if (rm && !f->m->smooth) push(f, rm);
             return;
         }
         if (tj_native_batch_norm(x, w, b, rm, rv, train, momentum, eps, three, 3) != 3) return;

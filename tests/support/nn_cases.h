@@ -11,7 +11,8 @@
 #define TT_NN_NORM_OPS                                                                    \
     "aten::native_batch_norm", "aten::batch_norm", "aten::native_batch_norm_backward",   \
         "aten::native_layer_norm", "aten::layer_norm", "aten::native_layer_norm_backward", \
-        "aten::native_group_norm", "aten::group_norm", "aten::native_group_norm_backward"
+        "aten::native_group_norm", "aten::group_norm", "aten::native_group_norm_backward", \
+        "tjit::batch_norm_stats"
 #define TT_NN_SOFTMAX_OPS                                                     \
     "aten::softmax", "aten::log_softmax", "aten::_softmax_backward_data", \
         "aten::_log_softmax_backward_data"

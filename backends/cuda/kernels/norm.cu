@@ -45,6 +45,12 @@ extern "C" __global__ void norm_to_double(TensorArg t, int dt, long long n, doub
 }
 TJCU_EXPORT(norm_to_double)
 
+/* element i of t (of dtype dt) = v[i], rounded as a cast rounds */
+extern "C" __global__ void norm_from_double(const double *v, long long n, TensorArg t, int dt) {
+    TJCU_GRID_STRIDE(i, n) tjn_st(t, dt, i, v[i]);
+}
+TJCU_EXPORT(norm_from_double)
+
 TJR_GATHER_KERNELS(norm)
 
 /* ---- reducers ------------------------------------------------------------------------------ */
