@@ -134,6 +134,11 @@ static double r_clamp(const double *x, const tj_attr *attr) {
 static double r_lerp(const double *x, const tj_attr *attr) { return A + attr[0].f * (B - A); }
 static double r_lerp_t(const double *x, const tj_attr *attr) { UNUSED; return A + C * (B - A); }
 static double r_addcmul(const double *x, const tj_attr *attr) { return A + attr[0].f * B * C; }
+static double r_zeros_like(const double *x, const tj_attr *attr) {
+    UNUSED;
+    (void)A;
+    return 0;
+}
 #undef A
 #undef B
 #undef C
@@ -171,6 +176,7 @@ static const ref_entry refs[] = {
     {"aten::erf", 1, r_erf, R_FLOAT, .dom = {D_ANY}},
     {"aten::reciprocal", 1, r_reciprocal, R_FLOAT, .dom = {{0.25, 4, 1, 5, 0, false}}},
     {"aten::sign", 1, r_sign, R_SAME, .bool_ok = true, .dom = {D_TIES}},
+    {"aten::zeros_like", 1, r_zeros_like, R_SAME, .bool_ok = true, .dom = {D_ANY}},
     {"aten::floor", 1, r_floor, R_SAME, .dom = {D_ANY}},
     {"aten::ceil", 1, r_ceil, R_SAME, .dom = {D_ANY}},
     {"aten::round", 1, r_round, R_SAME, .dom = {D_ANY}},

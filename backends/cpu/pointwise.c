@@ -224,8 +224,11 @@ static bool same_layout(const tj_tensor *a, const tj_tensor *b) {
     return true;
 }
 
+tj_status tjcpu_zeros_kernel(const tjc_call *c); /* copy.c */
+
 tj_status tjcpu_pointwise(const tjc_call *c) {
     const tj_op_info *op = c->op;
+    if (op->id == TJ_OP_zeros_like) return tjcpu_zeros_kernel(c); /* its output is fresh */
     const tj_op_info *form = op->inplace_of >= 0 ? tjc_op(op->inplace_of) : op;
     bool scalar_form = form->scalar_base >= 0;
     tj_dtype compute, result;

@@ -271,6 +271,10 @@ EMIT(ge) { return compare(ir, t, GE, A, B); }
 EMIT(logical_and) { REQUIRE(t == TJ_BOOL, "logical_and"); return LLVMBuildAnd(BLD, A, B, ""); }
 EMIT(logical_or) { REQUIRE(t == TJ_BOOL, "logical_or"); return LLVMBuildOr(BLD, A, B, ""); }
 EMIT(where) { return sel(ir, t == TJ_BOOL ? A : compare(ir, t, NE, A, zero(ir, t)), B, C); }
+EMIT(zeros_like) {
+    (void)A;
+    return zero(ir, t);
+}
 EMIT(clamp) {
     REQUIRE(t != TJ_BOOL, "clamp");
     V lo = sel(ir, compare(ir, t, LT, A, P0), P0, A);
@@ -297,7 +301,7 @@ static const tjl_emit_fn emitters[TJ_OP__COUNT] = {
     E(sigmoid) E(relu) E(gelu) E(silu) E(erf) E(reciprocal) E(sign) E(floor) E(ceil) E(round)
     E(logical_not) E(add) E(sub) E(mul) E(div) E(pow) E(maximum) E(minimum) E(eq) E(ne) E(lt)
     E(le) E(gt) E(ge) E(logical_and) E(logical_or) E(where) E(clamp) E(lerp) E(lerp_tensor)
-    E(addcmul)
+    E(addcmul) E(zeros_like)
 #undef E
 };
 
