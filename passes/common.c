@@ -502,4 +502,18 @@ tj_status tjp_destroy_with_nones(tj_node *n) {
     return st;
 }
 
+bool tjp_known_sizes(const tj_type *t) {
+    if (t->kind != TJ_TYPE_TENSOR || t->ndim == TJ_UNKNOWN) return false;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
+    return true;
+}
+
+bool tjp_channel_vector(const tj_value *v, int dtype, int64_t c, bool optional) {
+    if (tjp_is_none(v)) return optional;
+    const tj_type *t = tj_value_type(v);
+    return t->kind == TJ_TYPE_TENSOR && t->dtype == dtype && t->ndim == 1 && t->sizes[0] == c &&
+           t->device_type == TJ_CPU;
+}
+
 bool tjp_is_none(const tj_value *v) { return tj_node_kind_of(tj_value_node(v)) == TJ_NODE_NONE; }

@@ -34,23 +34,8 @@
  * stay right for the same reason as every pass's (the values are the same,
  * computed differently); when backward needs the convolution's result (for
  * gamma's gradient) the forward graph returns it, and the pass keeps off. */
-#include <stdio.h>
 
 #include "passes/passes_internal.h"
-
-static bool vector_fits(const tj_value *v, int dtype, int64_t c, bool optional) {
-    if (tjp_is_none(v)) return optional;
-    const tj_type *t = tj_value_type(v);
-    return t->kind == TJ_TYPE_TENSOR && t->dtype == dtype && t->ndim == 1 && t->sizes[0] == c &&
-           t->device_type == TJ_CPU;
-}
-
-static bool known_sizes(const tj_type *t) {
-    if (t->kind != TJ_TYPE_TENSOR || t->ndim == TJ_UNKNOWN) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
-    return true;
-}
 
 /* The convolution folding into batch_norm node n, or NULL. */
 static tj_node *foldable(tj_node *n, bool any_writes) {
@@ -64,15 +49,15 @@ static tj_node *foldable(tj_node *n, bool any_writes) {
     int rank = tjp_is_op(conv, TJ_OP_conv2d) ? 4 : tjp_is_op(conv, TJ_OP_conv1d) ? 3 : 0;
     if (!rank || tj_value_num_uses(y) != 1 || tj_node_num_inputs(conv) != 3) return NULL;
     const tj_type *ty = tj_value_type(y), *tw = tj_value_type(tj_node_input(conv, 1));
-    if (!known_sizes(ty) || ty->ndim != rank || ty->device_type != TJ_CPU) return NULL;
+    if (!tjp_known_sizes(ty) || ty->ndim != rank || ty->device_type != TJ_CPU) return NULL;
     if (ty->dtype != TJ_F32 && ty->dtype != TJ_F64) return NULL;
     int64_t c = ty->sizes[1];
-    if (!known_sizes(tw) || tw->ndim != rank || tw->dtype != ty->dtype || tw->sizes[0] != c ||
+    if (!tjp_known_sizes(tw) || tw->ndim != rank || tw->dtype != ty->dtype || tw->sizes[0] != c ||
         tw->device_type != TJ_CPU)
         return NULL;
-    if (!vector_fits(tj_node_input(conv, 2), ty->dtype, c, true)) return NULL;
+    if (!tjp_channel_vector(tj_node_input(conv, 2), ty->dtype, c, true)) return NULL;
     for (int i = 1; i < 5; i++) /* gamma, beta optional; the running statistics required */
-        if (!vector_fits(tj_node_input(n, i), ty->dtype, c, i < 3)) return NULL;
+        if (!tjp_channel_vector(tj_node_input(n, i), ty->dtype, c, i < 3)) return NULL;
     if (any_writes)
         for (const tj_node *m = tj_node_next(conv); m && m != n; m = tj_node_next(m))
             if (tjp_mutates(m)) return NULL;

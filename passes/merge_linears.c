@@ -29,7 +29,6 @@
  * Gradients: the pass changes how a value is computed, not the value, so it
  * may run on autodiff's forward graph (it does: tj_compile runs the pipeline
  * after differentiating) as on any other. */
-#include <stdio.h>
 
 #include "passes/passes_internal.h"
 

@@ -131,6 +131,11 @@ tj_status tjp_replace_value(tj_value *old, tj_value *now);
  * it and feed nothing else now: for ops that dce keeps because their schema
  * marks an argument written (an eval-mode batch_norm's running statistics). */
 tj_status tjp_destroy_with_nones(tj_node *n);
+/* Whether t is a tensor type whose dims and sizes are all known. */
+bool tjp_known_sizes(const tj_type *t);
+/* Whether v is a [c] vector of dtype on the CPU (a normalisation's weight,
+ * bias or running statistic), or absent when optional. */
+bool tjp_channel_vector(const tj_value *v, int dtype, int64_t c, bool optional);
 /* Whether v is the output of a prim::None (an absent optional tensor). */
 bool tjp_is_none(const tj_value *v);
 

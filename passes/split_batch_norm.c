@@ -32,13 +32,6 @@
 #include "fuser/fuser.h"
 #include "passes/passes_internal.h"
 
-static bool vector_fits(const tj_value *v, int dtype, int64_t c) {
-    if (tjp_is_none(v)) return true;
-    const tj_type *t = tj_value_type(v);
-    return t->kind == TJ_TYPE_TENSOR && t->dtype == dtype && t->ndim == 1 && t->sizes[0] == c &&
-           t->device_type == TJ_CPU;
-}
-
 static bool read_by_fusible_op(const tj_value *y) {
     for (int u = 0; u < tj_value_num_uses(y); u++) {
         const tj_node *user = tj_value_use(y, u).user;
@@ -51,13 +44,10 @@ static bool splittable(const tj_node *n) {
     if (!tjp_is_op(n, TJ_OP_native_batch_norm) && !tjp_is_op(n, TJ_OP_batch_norm)) return false;
     if (tj_node_num_inputs(n) != 5 || !tj_node_attr(n, 0)->b) return false; /* training */
     const tj_type *t = tj_value_type(tj_node_input(n, 0));
-    if (t->kind != TJ_TYPE_TENSOR || t->ndim == TJ_UNKNOWN || t->ndim < 2 || t->device_type != TJ_CPU)
-        return false;
+    if (!tjp_known_sizes(t) || t->ndim < 2 || t->device_type != TJ_CPU) return false;
     if (t->dtype != TJ_F32 && t->dtype != TJ_F64) return false;
-    for (int d = 0; d < t->ndim; d++)
-        if (t->sizes[d] == TJ_UNKNOWN_DIM) return false;
     for (int i = 1; i < 5; i++)
-        if (!vector_fits(tj_node_input(n, i), t->dtype, t->sizes[1])) return false;
+        if (!tjp_channel_vector(tj_node_input(n, i), t->dtype, t->sizes[1], true)) return false;
     return read_by_fusible_op(tj_node_output(n, 0));
 }
 
