@@ -259,6 +259,17 @@ static void test_dump(void **state) {
     r = run_tjit((const char *[]){"dump", "mlp", "--fusion-report", "--passes", "dce", NULL});
     expect(&r, 2, NULL, "--fusion-report: the pipeline \"dce\" has no fuse pass");
     result_free(&r);
+    /* a graph file stands in the place of a model */
+    char *ir = write_text("g.ir", graph_text);
+    r = run_tjit((const char *[]){"dump", ir, "--after", "fuse", NULL});
+    expect(&r, 0, "prim::FusionGroup", NULL);
+    result_free(&r);
+    char *bad = write_text("bad.ir", "graph(%x : Float(2)):\n  %y = aten::no_such_op(%x)\n  return (%y)\n");
+    r = run_tjit((const char *[]){"dump", bad, NULL});
+    expect(&r, 1, NULL, "no_such_op");
+    result_free(&r);
+    free(ir);
+    free(bad);
 }
 
 /* ---- tjit profile, tjit --version ---------------------------------------------------------- */

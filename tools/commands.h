@@ -20,10 +20,12 @@ char *tjit_read_file(const char *path, size_t *len);
 tj_tensor *tjit_random_input(const char *command, const tj_type *t, int index, const char *name,
                              tj_generator *gen);
 
-/* tjit_export.c: whether path names an ONNX model; a graph from FILE.ir or
+/* tjit_export.c: whether path names an ONNX model, or a graph file (FILE.ir
+ * or FILE.onnx); a graph from FILE.ir or
  * FILE.onnx (the given tensors, named, fix an ONNX model's symbolic sizes);
  * a tensor from .npy or an ONNX .pb file. NULL with tj_last_error(). */
 bool tjit_is_onnx(const char *path);
+bool tjit_is_graph_file(const char *path);
 tj_graph *tjit_load_graph(const char *path, const char *const *names, tj_tensor *const *given, int n);
 tj_tensor *tjit_load_tensor(const char *path);
 

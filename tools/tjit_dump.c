@@ -1,5 +1,5 @@
-/* tjit_dump.c — `tjit dump MODEL`: traces an example model on its example
- * inputs (or imports FILE.onnx) and prints the graph (with the tracer's warnings), its register code
+/* tjit_dump.c — `tjit dump MODEL|FILE.ir|FILE.onnx`: traces an example model on
+ * its example inputs (or parses FILE.ir, or imports FILE.onnx) and prints the graph (with the tracer's warnings), its register code
  * or its Graphviz form; with --after, the graph after chosen passes of the
  * pipeline (the default one, or --passes LIST); with --kernels, the LLVM
  * kernel of each fusion group (and --asm its assembly), or with --device
@@ -21,7 +21,7 @@
 #endif
 
 static int usage(void) {
-    fprintf(stderr, "usage: tjit dump MODEL [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
+    fprintf(stderr, "usage: tjit dump MODEL|FILE.ir|FILE.onnx [--canonical] [--code] [--dot] [--after PASS[,PASS]]\n"
                     "                 [--passes LIST] [--grad] [--kernels [--asm]] [--plan]\n"
                     "                 [--fusion-report] [--device cpu|cuda]\n"
                     "  --grad               the forward graph extended for backward, and the\n"
@@ -150,13 +150,13 @@ static tj_status move_model(const tjx_model *m, void *params, tj_tensor **inputs
     return TJ_OK;
 }
 
-/* FILE.onnx stands in the place of a model: it has no inputs to make */
-static const tjx_model onnx_model = {.name = "FILE.onnx"};
+/* FILE.ir or FILE.onnx stands in the place of a model: it has no inputs to make */
+static const tjx_model file_model = {.name = "FILE"};
 
 int tjit_cmd_dump(int argc, char **argv) {
     if (argc < 2) return usage();
     const tjx_model *model = tjx_find_model(argv[1]);
-    if (!model && tjit_is_onnx(argv[1])) model = &onnx_model;
+    if (!model && tjit_is_graph_file(argv[1])) model = &file_model;
     if (!model) {
         fprintf(stderr, "tjit dump: no model named '%s'\n", argv[1]);
         return usage();
@@ -201,11 +201,11 @@ int tjit_cmd_dump(int argc, char **argv) {
 #endif
     int rc = 1;
     tj_generator *gen = tj_generator_new(0);
-    void *params = gen && model != &onnx_model ? model->create(gen) : NULL;
+    void *params = gen && model != &file_model ? model->create(gen) : NULL;
     tj_tensor *inputs[8] = {0};
     tj_graph *g = NULL;
     tj_program *p = NULL;
-    if (model == &onnx_model) { /* an ONNX model: imported, not traced */
+    if (model == &file_model) { /* a graph file: parsed or imported, not traced */
         params = gen;
         g = tjit_load_graph(argv[1], NULL, NULL, 0);
     } else if (params && model->make_inputs(params, gen, inputs) == TJ_OK) {
@@ -264,7 +264,7 @@ done:
     tj_program_free(p);
     tj_graph_free(g);
     for (int i = 0; i < model->n_in; i++) tj_release(inputs[i]);
-    if (params && model != &onnx_model) model->destroy(params);
+    if (params && model != &file_model) model->destroy(params);
     tj_generator_free(gen);
     return rc;
 }

@@ -18,6 +18,7 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 bool tjit_is_onnx(const char *path) { return ends_with(path, ".onnx"); }
+bool tjit_is_graph_file(const char *path) { return tjit_is_onnx(path) || ends_with(path, ".ir"); }
 
 tj_tensor *tjit_load_tensor(const char *path) {
     return ends_with(path, ".pb") ? tj_onnx_load_tensor(path) : tj_load_npy(path);
