@@ -436,11 +436,10 @@ static bool collect(void *ctx, const char *key, const char *source) {
     return true;
 }
 
-/* NVRTC to PTX for sm_80 and sm_90, then ptxas on each (any output fails) */
+/* NVRTC to PTX for sm_80, then ptxas for sm_80 and sm_90 (any output fails) */
 static void assemble(module_text *m) {
     static const char *const archs[] = {"sm_80", "sm_90"};
-    for (size_t a = 0; a < 2; a++)
-        if (!tt_cuda_nvrtc_ptxas(m->key, m->source, archs[a], m->failure, sizeof m->failure)) return;
+    tt_cuda_nvrtc_ptxas(m->key, m->source, archs, 2, m->failure, sizeof m->failure);
 }
 
 static void *assemble_worker(void *arg) {

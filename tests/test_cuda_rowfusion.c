@@ -321,7 +321,7 @@ static void reduction_groups_run_op_by_op(void **state) {
 static bool nvrtc_accepts(void *ctx, const char *key, const char *source) {
     int *n = ctx;
     char why[1200];
-    if (!tt_cuda_nvrtc_ptxas(key, source, "sm_90", why, sizeof why)) fail_msg("%s", why);
+    if (!tt_cuda_nvrtc_ptxas(key, source, (const char *const[]){"sm_90"}, 1, why, sizeof why)) fail_msg("%s", why);
     (*n)++;
     return true;
 }

@@ -10,30 +10,34 @@
 #include "tests/support/runtime_testing.h"
 #include "tests/support/testing.h"
 
-bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *arch, char *why, size_t cap) {
+bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *const *archs, int n_archs, char *why,
+                         size_t cap) {
 #ifdef TJCU_PTXAS
     char *ptx = NULL;
     size_t size = 0;
-    if (tjcu_nvrtc_compile(key, source, arch, false, &ptx, &size) != TJ_OK) {
-        snprintf(why, cap, "NVRTC %s on %s: %s", arch, key, tj_last_error());
+    if (tjcu_nvrtc_compile(key, source, archs[0], false, &ptx, &size) != TJ_OK) {
+        snprintf(why, cap, "NVRTC %s on %s: %s", archs[0], key, tj_last_error());
         return false;
     }
     char *dir = tt_mkdtemp(), *path = tt_path(dir, "kernel.ptx");
     tt_write_file(path, ptx, size);
     free(ptx);
-    char cmd[1200], out[600] = "";
-    snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, arch, path);
-    FILE *p = popen(cmd, "r");
-    size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[got] = '\0';
-    int status = p ? pclose(p) : -1;
+    bool ok = true;
+    for (int a = 0; a < n_archs && ok; a++) {
+        char cmd[1200], out[600] = "";
+        snprintf(cmd, sizeof cmd, "'%s' -arch=%s '%s' -o /dev/null 2>&1", TJCU_PTXAS, archs[a], path);
+        FILE *p = popen(cmd, "r");
+        size_t got = p ? fread(out, 1, sizeof out - 1, p) : 0;
+        out[got] = '\0';
+        int status = p ? pclose(p) : -1;
+        ok = status == 0 && !got;
+        if (!ok) snprintf(why, cap, "ptxas -arch=%s on %s (PTX for %s, status %d): %s", archs[a], key, archs[0], status, out);
+    }
     free(path);
     tt_rmtree(dir);
-    if (status == 0 && !got) return true;
-    snprintf(why, cap, "ptxas -arch=%s on %s (status %d): %s", arch, key, status, out);
-    return false;
+    return ok;
 #else
-    (void)key, (void)source, (void)arch;
+    (void)key, (void)source, (void)archs, (void)n_archs;
     snprintf(why, cap, "this build has no ptxas (TJCU_PTXAS)");
     return false;
 #endif

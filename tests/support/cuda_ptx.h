@@ -10,11 +10,15 @@
 
 #include "tjit/tjit.h"
 
-/* Whether NVRTC compiles source (named key in messages) to PTX for arch
- * ("sm_90") and ptxas assembles it silently; why (of cap bytes) says what
- * failed when not. Needs the build's ptxas (TJCU_PTXAS): without it, false
- * with that reason. */
-bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *arch, char *why, size_t cap);
+/* Whether NVRTC compiles source (named key in messages) to PTX for
+ * archs[0] and ptxas assembles that PTX silently for each of the n_archs
+ * archs ("sm_80", "sm_90"); why (of cap bytes) says what failed when not.
+ * One NVRTC run serves every arch: tjit's sources hold no __CUDA_ARCH__
+ * branches, PTX for the oldest arch is what a newer GPU's driver would JIT,
+ * and ptxas's code generation is what differs per arch. Needs the build's
+ * ptxas (TJCU_PTXAS): without it, false with that reason. */
+bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *const *archs, int n_archs, char *why,
+                         size_t cap);
 
 /* A copy of t on t's device with t's values, laid out as every other element
  * of a buffer twice as long in its last dim (a new reference). */
