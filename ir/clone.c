@@ -71,23 +71,68 @@ static tj_status copy_attrs(tj_node *c, const tj_node *n) {
     return TJ_OK;
 }
 
-static tj_node *clone_node(tj_graph *dst, const tj_node *n, tj_value_map *map, bool keep_ids) {
+/* Where clone_node finds an input's copy and records an output's. A whole
+ * graph's clone (no map of the caller's) looks values up by id, as the
+ * verifier does: at 200,000 nodes a hash map's probes missed the caches at
+ * every input. A value whose id is out of range or taken goes to the map,
+ * so the answer stays exact. Its copies' inputs are the clone's own values,
+ * so they are added without tj_node_add_input's checks, which read each
+ * input's defining node. */
+typedef struct clone_ctx {
+    tj_value_map *map;
+    const tj_value **src_by_id; /* NULL: the map alone */
+    tj_value **dst_by_id;
+    int n_ids;
+    bool trusted;
+    const tj_type *src_type, *dst_type; /* the last output type copied, and its copy */
+} clone_ctx;
+
+static tj_value *ctx_get(const clone_ctx *x, const tj_value *from) {
+    if (x->src_by_id && from->id >= 0 && from->id < x->n_ids && x->src_by_id[from->id] == from)
+        return x->dst_by_id[from->id];
+    return tj_value_map_get(x->map, from);
+}
+
+static tj_status ctx_set(clone_ctx *x, const tj_value *from, tj_value *to) {
+    if (x->src_by_id && from->id >= 0 && from->id < x->n_ids && !x->src_by_id[from->id]) {
+        x->src_by_id[from->id] = from;
+        x->dst_by_id[from->id] = to;
+        return TJ_OK;
+    }
+    return tj_value_map_set(x->map, from, to);
+}
+
+/* tj_node_add_input without its checks: v is a live value of n's graph */
+static tj_status append_trusted_input(tj_node *n, tj_value *v) {
+    if (!tjir_reserve_inputs(n, n->n_inputs + 1) || !tjir_add_use(n->graph, v, n, n->n_inputs))
+        return TJ_ERR_MEMORY;
+    n->inputs[n->n_inputs++] = v;
+    return TJ_OK;
+}
+
+static tj_node *clone_node(tj_graph *dst, const tj_node *n, clone_ctx *x, bool keep_ids) {
     tj_node *c = tjir_node_new(dst, n->kind, 0);
     if (!c) return NULL;
     tj_status st = copy_attrs(c, n);
     for (int i = 0; !st && i < n->n_inputs; i++) {
-        tj_value *in = tj_value_map_get(map, n->inputs[i]);
+        tj_value *in = ctx_get(x, n->inputs[i]);
         if (!in) st = tjc_error(TJ_ERR_ARG, "tj_node_clone: input %d of %s has no counterpart in "
                                 "the map", i, tj_node_name(n));
-        else st = tj_node_add_input(c, in);
+        else st = x->trusted ? append_trusted_input(c, in) : tj_node_add_input(c, in);
     }
     for (int i = 0; !st && i < n->n_outputs; i++) {
         const tj_value *o = n->outputs[i];
-        tj_value *co = tj_node_add_output(c, o->type);
+        /* the copy's interned type, when the last output had the same one */
+        const tj_type *type = o->type == x->src_type && x->dst_type ? x->dst_type : o->type;
+        tj_value *co = tj_node_add_output(c, type);
         if (!co) st = TJ_ERR_MEMORY;
-        else if (keep_ids) co->id = o->id;
+        else {
+            x->src_type = o->type;
+            x->dst_type = co->type;
+            if (keep_ids) co->id = o->id;
+        }
         if (!st && o->name) st = tj_value_set_name(co, o->name);
-        if (!st) st = tj_value_map_set(map, o, co);
+        if (!st) st = ctx_set(x, o, co);
     }
     if (st) {
         for (int i = c->n_inputs - 1; i >= 0; i--) tjir_drop_use(c->inputs[i], c, i);
@@ -110,7 +155,8 @@ tj_node *tj_node_clone(tj_graph *dst, const tj_node *n, tj_value_map *map) {
                   n->destroyed ? "a destroyed node" : tj_node_name(n));
         return NULL;
     }
-    return clone_node(dst, n, map, false);
+    clone_ctx x = {.map = map};
+    return clone_node(dst, n, &x, false);
 }
 
 /* ---- graphs ---------------------------------------------------------------------------- */
@@ -123,6 +169,13 @@ tj_graph *tj_graph_clone(const tj_graph *g, tj_value_map *map) {
     tj_value_map *local = map ? map : tj_value_map_new();
     tj_graph *c = local ? tj_graph_new() : NULL;
     tj_status st = c ? TJ_OK : TJ_ERR_MEMORY;
+    clone_ctx x = {.map = local, .trusted = true};
+    if (!map && !st && g->next_value_id > 0) {
+        x.n_ids = g->next_value_id;
+        x.src_by_id = tjc_calloc((size_t)x.n_ids, sizeof *x.src_by_id);
+        x.dst_by_id = tjc_malloc(sizeof *x.dst_by_id * (size_t)x.n_ids);
+        if (!x.src_by_id || !x.dst_by_id) st = tjc_error(TJ_ERR_MEMORY, "tj_graph_clone: out of memory");
+    }
     const tj_block *b = &g->block;
     for (int i = 0; !st && i < b->param->n_outputs; i++) {
         const tj_value *in = b->param->outputs[i];
@@ -130,18 +183,20 @@ tj_graph *tj_graph_clone(const tj_graph *g, tj_value_map *map) {
         if (!ci) st = TJ_ERR_MEMORY;
         else {
             ci->id = in->id;
-            st = tj_value_map_set(local, in, ci);
+            st = ctx_set(&x, in, ci);
         }
     }
     for (const tj_node *n = b->first; !st && n; n = n->next) {
-        tj_node *cn = clone_node(c, n, local, true);
+        tj_node *cn = clone_node(c, n, &x, true);
         st = cn ? tj_block_append(&c->block, cn) : tj_last_status();
     }
     for (int i = 0; !st && i < b->ret->n_inputs; i++) {
-        tj_value *out = tj_value_map_get(local, b->ret->inputs[i]);
+        tj_value *out = ctx_get(&x, b->ret->inputs[i]);
         st = out ? tj_graph_add_output(c, out)
                  : tjc_error(TJ_ERR_ARG, "tj_graph_clone: output %d is not defined in the graph", i);
     }
+    tjc_free(x.src_by_id);
+    tjc_free(x.dst_by_id);
     if (local != map) tj_value_map_free(local);
     if (st) {
         tj_graph_free(c);
@@ -171,8 +226,9 @@ tj_status tj_graph_insert_before(tj_node *pos, const tj_graph *src, tj_value *co
         else st = tj_value_map_set(map, b->param->outputs[i], inputs[i]);
     }
     tj_node *first = NULL; /* the first copy, to undo from on failure */
+    clone_ctx x = {.map = map};
     for (const tj_node *n = b->first; !st && n; n = n->next) {
-        tj_node *c = clone_node(dst, n, map, false);
+        tj_node *c = clone_node(dst, n, &x, false);
         st = c ? tj_node_insert_before(c, pos) : tj_last_status();
         if (!st && !first) first = c;
     }
