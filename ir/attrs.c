@@ -212,6 +212,7 @@ static tj_status add_inputs(tj_node *n, tj_value *const *inputs, int n_inputs) {
 static tj_node *abandon(tj_node *n) {
     for (int i = n->n_inputs - 1; i >= 0; i--) tjir_drop_use(n->inputs[i], n, i);
     n->n_inputs = 0;
+    for (int i = 0; i < n->n_outputs; i++) n->outputs[i]->graph = NULL;
     tjir_release_node(n);
     n->destroyed = true;
     return NULL;

@@ -137,7 +137,10 @@ static tj_node *clone_node(tj_graph *dst, const tj_node *n, clone_ctx *x, bool k
     if (st) {
         for (int i = c->n_inputs - 1; i >= 0; i--) tjir_drop_use(c->inputs[i], c, i);
         c->n_inputs = 0;
-        for (int i = 0; i < c->n_outputs; i++) tj_value_set_name(c->outputs[i], NULL);
+        for (int i = 0; i < c->n_outputs; i++) {
+            tj_value_set_name(c->outputs[i], NULL);
+            c->outputs[i]->graph = NULL;
+        }
         tjir_release_node(c);
         c->destroyed = true;
         return NULL;

@@ -114,6 +114,7 @@ tj_value *tjir_value_new(tj_graph *g, tj_node *n, const tj_type *type) {
     }
     if (!v->type) return NULL;
     v->node = n;
+    v->graph = g;
     v->id = g->next_value_id++;
     return v;
 }
@@ -240,10 +241,9 @@ bool tjir_reserve_inputs(tj_node *n, int need) {
 
 static tj_status check_value(const char *fn, const tj_node *n, const tj_value *v) {
     if (!v) return tjc_error(TJ_ERR_ARG, "%s: the value is NULL", fn);
-    if (v->node->graph != n->graph)
+    if (!v->graph) return tjc_error(TJ_ERR_ARG, "%s: value %%%d was destroyed", fn, v->id);
+    if (v->graph != n->graph)
         return tjc_error(TJ_ERR_ARG, "%s: value %%%d belongs to another graph", fn, v->id);
-    if (v->node->destroyed || v->offset >= v->node->n_outputs || v->node->outputs[v->offset] != v)
-        return tjc_error(TJ_ERR_ARG, "%s: value %%%d was destroyed", fn, v->id);
     return TJ_OK;
 }
 
@@ -328,6 +328,7 @@ tj_status tj_block_remove_inputs(tj_block *b, const bool *remove) {
         tj_value *v = p->outputs[i];
         if (remove[i]) {
             tj_value_set_name(v, NULL);
+            v->graph = NULL;
             continue;
         }
         v->offset = k;
@@ -619,6 +620,7 @@ tj_status tj_node_remove_output(tj_node *n, int i) {
         return tjc_error(TJ_ERR_ARG, "tj_node_remove_output: output %d of %s still has %d uses",
                          i, tj_node_name(n), v->n_uses);
     tj_value_set_name(v, NULL);
+    v->graph = NULL;
     for (int k = i + 1; k < n->n_outputs; k++) {
         n->outputs[k - 1] = n->outputs[k];
         n->outputs[k - 1]->offset = k - 1;
@@ -639,7 +641,10 @@ tj_status tj_node_destroy(tj_node *n) {
                              tj_node_name(n), n->outputs[i]->n_uses);
     for (int i = n->n_inputs - 1; i >= 0; i--) tjir_drop_use(n->inputs[i], n, i);
     n->n_inputs = 0;
-    for (int i = 0; i < n->n_outputs; i++) tj_value_set_name(n->outputs[i], NULL);
+    for (int i = 0; i < n->n_outputs; i++) {
+        tj_value_set_name(n->outputs[i], NULL);
+        n->outputs[i]->graph = NULL;
+    }
     unlink_node(n);
     tjir_release_node(n);
     n->destroyed = true;

@@ -50,13 +50,17 @@ void tjir_map_del(tjir_map *m, const void *key);
 /* ---- the structures -------------------------------------------------------------- */
 
 struct tj_value {
+    /* what adding a use reads, together: checking the value is live and of
+     * the node's graph needs no read of its defining node, which in a large
+     * graph is a cache miss of its own */
     tj_node *node; /* the definer */
+    tj_graph *graph; /* the definer's; NULL once the node is destroyed or the value removed */
+    tj_use *uses;
+    int n_uses, cap_uses;
     int offset;    /* among node's outputs */
     int id;
     const char *name; /* in the arena; NULL when unnamed */
     const tj_type *type; /* the graph's one copy of it (tjir_intern_type) */
-    tj_use *uses;
-    int n_uses, cap_uses;
     int64_t scratch; /* the running pass's */
 };
 

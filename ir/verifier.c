@@ -154,6 +154,9 @@ static tj_status check_definition(verifier *v, const tj_node *n, int i) {
         return fail(v, n, "output %d (%s) names another definer or position", i,
                     vname(x, buf, sizeof buf));
     if (is_defined(v, x)) return fail(v, n, "%s is defined twice", vname(x, buf, sizeof buf));
+    if (x->graph != v->g)
+        return fail(v, n, "output %d (%s) is marked as %s", i, vname(x, buf, sizeof buf),
+                    x->graph ? "another graph's" : "removed");
     if (tj_type_check(x->type) != TJ_OK)
         return fail(v, n, "the type of %s is malformed: %s", vname(x, buf, sizeof buf),
                     tj_last_error());
@@ -216,7 +219,8 @@ static tj_status check_inputs(verifier *v, const tj_node *n) {
     for (int i = 0; i < n->n_inputs; i++) {
         const tj_value *x = n->inputs[i];
         if (!x) return fail(v, n, "input %d is NULL", i);
-        if (x->node->graph != v->g)
+        /* the value's own graph field: no read of its definer while it is defined */
+        if (x->graph && x->graph != v->g)
             return fail(v, n, "input %d (%s) comes from another graph", i, vname(x, buf, sizeof buf));
         if (!is_defined(v, x)) {
             const tj_node *d = x->node;
