@@ -186,6 +186,22 @@ static void test_wrong_offset(void **state) {
     tj_graph_free(g);
 }
 
+/* A live value whose graph field says removed, or names another graph:
+ * adding a use trusts the field, so the verifier checks it. */
+static void test_value_marked_removed(void **state) {
+    (void)state;
+    tj_graph *g = base();
+    val(g, "b")->graph = NULL;
+    expect_broken(g, "output 0 (%b) is marked as removed");
+    tj_graph_free(g);
+    g = base();
+    tj_graph *other = tj_graph_new();
+    val(g, "b")->graph = other;
+    expect_broken(g, "output 0 (%b) is marked as another graph's");
+    tj_graph_free(g);
+    tj_graph_free(other);
+}
+
 /* ---- 4. use lists ---------------------------------------------------------------------------- */
 
 static void test_use_missing(void **state) {
@@ -548,7 +564,7 @@ int main(void) {
         cmocka_unit_test(test_output_not_in_graph),
         cmocka_unit_test(test_value_of_other_graph),
         cmocka_unit_test(test_defined_twice),
-        cmocka_unit_test(test_wrong_offset),
+        cmocka_unit_test(test_wrong_offset), cmocka_unit_test(test_value_marked_removed),
         cmocka_unit_test(test_use_missing),
         cmocka_unit_test(test_use_stale),
         cmocka_unit_test(test_use_repeated),
