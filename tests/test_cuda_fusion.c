@@ -22,8 +22,6 @@
  */
 #include <fcntl.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -413,39 +411,16 @@ static void models_training(void **state) {
 
 /* ---- NVRTC and ptxas on every module made above ------------------------------------------ */
 
-typedef struct module_text {
-    const char *key, *source;
-    char failure[1500];
-} module_text;
-
 typedef struct walk {
-    module_text *m;
-    int n, cap, kernels;
-    atomic_int next;
+    tt_cuda_sources list;
+    int kernels;
 } walk;
 
 static bool collect(void *ctx, const char *key, const char *source) {
     walk *w = ctx;
-    if (w->n == w->cap) {
-        w->cap = w->cap ? 2 * w->cap : 16;
-        w->m = realloc(w->m, sizeof *w->m * (size_t)w->cap);
-        assert_non_null(w->m);
-    }
-    w->m[w->n++] = (module_text){key, source, ""};
+    tt_cuda_sources_add(&w->list, key, source);
     for (const char *p = source; (p = strstr(p, "_i32(")); p++) w->kernels++;
     return true;
-}
-
-/* NVRTC to PTX for sm_80, then ptxas for sm_80 and sm_90 (any output fails) */
-static void assemble(module_text *m) {
-    static const char *const archs[] = {"sm_80", "sm_90"};
-    tt_cuda_nvrtc_ptxas(m->key, m->source, archs, 2, m->failure, sizeof m->failure);
-}
-
-static void *assemble_worker(void *arg) {
-    walk *w = arg;
-    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) assemble(&w->m[i]);
-    return NULL;
 }
 
 /* The harness's check that what it ran is what a GPU compiles; on a GPU the
@@ -458,17 +433,12 @@ static void nvrtc_and_ptxas_accept_every_module(void **state) {
     }
     walk w = {0};
     tjcu_fuse_for_each_module(collect, &w);
-    assert_true(w.n > 0);
-    pthread_t t[2];
-    int started = 0;
-    for (int i = 0; i < 2; i++) started += pthread_create(&t[started], NULL, assemble_worker, &w) == 0;
-    assemble_worker(&w);
-    for (int i = 0; i < started; i++) pthread_join(t[i], NULL);
-    for (int i = 0; i < w.n; i++)
-        if (w.m[i].failure[0]) fail_msg("%s", w.m[i].failure);
+    assert_true(w.list.n > 0);
+    /* NVRTC to PTX for sm_80, then ptxas for sm_80 and sm_90 (any output fails) */
+    static const char *const archs[] = {"sm_80", "sm_90"};
+    int modules = tt_cuda_nvrtc_ptxas_all(&w.list, archs, 2);
     printf("NVRTC %s: %d modules of fused kernels (%d kernels) compiled for sm_80 and sm_90, ptxas "
-           "accepted all\n", tjcu_nvrtc_version(), w.n, w.kernels);
-    free(w.m);
+           "accepted all\n", tjcu_nvrtc_version(), modules, w.kernels);
 }
 
 /* ---- a kernel that does not compile ------------------------------------------------------ */

@@ -4,8 +4,6 @@
  * toolkit's ptxas accepts the PTX for sm_80 and sm_90; a cubin comes out when asked for; an
  * error returns NVRTC's log; and a provider's sources join the walk. No GPU
  * is needed. Built without the CUDA backend, every test is skipped. */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,52 +17,15 @@
 
 static const char *const archs[] = {"sm_80", "sm_90"};
 
-typedef struct source_text {
-    const char *name, *text;
-    char failure[1200];
-} source_text;
-
 typedef struct walk {
-    const char *only; /* a name prefix: the walk compiles only those sources */
-    source_text *s;
-    int n, cap;
-    atomic_int next;
+    const char *only; /* a name prefix: the walk collects only those sources */
+    tt_cuda_sources list;
 } walk;
 
 static bool collect_source(void *ctx, const char *name, const char *text) {
     walk *w = ctx;
-    if (w->only && strncmp(name, w->only, strlen(w->only))) return true;
-    if (w->n == w->cap) {
-        w->cap = w->cap ? 2 * w->cap : 64;
-        w->s = realloc(w->s, sizeof *w->s * (size_t)w->cap);
-        assert_non_null(w->s);
-    }
-    w->s[w->n++] = (source_text){name, text, ""};
+    if (!w->only || !strncmp(name, w->only, strlen(w->only))) tt_cuda_sources_add(&w->list, name, text);
     return true;
-}
-
-static void *compile_worker(void *arg) {
-    walk *w = arg;
-    for (int i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
-        source_text *s = &w->s[i];
-        tt_cuda_nvrtc_ptxas(s->name, s->text, archs, 2, s->failure, sizeof s->failure);
-    }
-    return NULL;
-}
-
-/* Compiles every source the walk collected (NVRTC for sm_80, ptxas for
- * sm_80 and sm_90) on two threads, each compile a process of its own in
- * ptxas; fails with the first failure. Returns how many were compiled. */
-static int compile_and_assemble_all(walk *w) {
-    pthread_t t;
-    bool started = pthread_create(&t, NULL, compile_worker, w) == 0;
-    compile_worker(w);
-    if (started) pthread_join(t, NULL);
-    for (int i = 0; i < w->n; i++)
-        if (w->s[i].failure[0]) fail_msg("%s", w->s[i].failure);
-    int n = w->n;
-    free(w->s);
-    return n;
 }
 
 static void test_every_source_compiles_and_assembles(void **state) {
@@ -73,7 +34,7 @@ static void test_every_source_compiles_and_assembles(void **state) {
     assert_int_equal(tjcu_add_source_provider(tjcu_pointwise_sources), TJ_OK);
     assert_true(tjcu_for_each_source(collect_source, &w));
     tjcu_remove_source_provider(tjcu_pointwise_sources);
-    int sources = compile_and_assemble_all(&w);
+    int sources = tt_cuda_nvrtc_ptxas_all(&w.list, archs, 2);
     assert_true(sources >= 1);
     printf("NVRTC %s: %d sources compiled for sm_80, ptxas accepted all for sm_80 and sm_90\n",
            tjcu_nvrtc_version(), sources);
@@ -122,7 +83,7 @@ static void test_providers_join_the_walk(void **state) {
     walk w = {.only = "generated_"}; /* the others are the test above's */
     assert_true(tjcu_for_each_source(collect_source, &w));
     tjcu_remove_source_provider(generated);
-    assert_int_equal(compile_and_assemble_all(&w), 1);
+    assert_int_equal(tt_cuda_nvrtc_ptxas_all(&w.list, archs, 2), 1);
     int calls = 0;
     assert_false(tjcu_for_each_source(stop_at_first, &calls));
     assert_int_equal(calls, 1);

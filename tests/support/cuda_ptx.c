@@ -1,5 +1,7 @@
 /* cuda_ptx.c — NVRTC and ptxas on a source, and strided device copies
  * (cuda_ptx.h). */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,45 @@ bool tt_cuda_nvrtc_ptxas(const char *key, const char *source, const char *const 
     snprintf(why, cap, "this build has no ptxas (TJCU_PTXAS)");
     return false;
 #endif
+}
+
+void tt_cuda_sources_add(tt_cuda_sources *l, const char *key, const char *text) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->s = realloc(l->s, sizeof *l->s * (size_t)l->cap);
+        assert_non_null(l->s);
+    }
+    l->s[l->n++] = (tt_cuda_source){key, text, ""};
+}
+
+typedef struct compile_job {
+    tt_cuda_sources *l;
+    const char *const *archs;
+    int n_archs;
+    atomic_int next;
+} compile_job;
+
+static void *compile_worker(void *arg) {
+    compile_job *j = arg;
+    for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->l->n;) {
+        tt_cuda_source *s = &j->l->s[i];
+        tt_cuda_nvrtc_ptxas(s->key, s->text, j->archs, j->n_archs, s->failure, sizeof s->failure);
+    }
+    return NULL;
+}
+
+int tt_cuda_nvrtc_ptxas_all(tt_cuda_sources *l, const char *const *archs, int n_archs) {
+    compile_job j = {.l = l, .archs = archs, .n_archs = n_archs};
+    pthread_t t;
+    bool started = pthread_create(&t, NULL, compile_worker, &j) == 0;
+    compile_worker(&j);
+    if (started) pthread_join(t, NULL);
+    for (int i = 0; i < l->n; i++)
+        if (l->s[i].failure[0]) fail_msg("%s", l->s[i].failure);
+    int n = l->n;
+    free(l->s);
+    *l = (tt_cuda_sources){0};
+    return n;
 }
 
 tj_tensor *tt_cuda_strided_copy(tj_tensor *t) {
